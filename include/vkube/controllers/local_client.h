@@ -1,0 +1,37 @@
+// The controllers' client: requests to the tenant's own API server, in
+// process (no HTTP hop), through the whole handler chain, as a privileged
+// system user.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "vkube/apiserver/apiserver.h"
+
+namespace vkube::controllers {
+
+using json = nlohmann::json;
+
+struct ApiResult {
+  int code = 0;
+  json body;  // the decoded response (an object, or a Status)
+  bool ok() const { return code >= 200 && code < 300; }
+};
+
+class LocalClient {
+ public:
+  LocalClient(apiserver::ApiServer& api, std::string user)
+      : api_(api), user_(std::move(user)) {}
+
+  // Calls METHOD path (with query) and decodes the JSON answer.
+  ApiResult call(std::string_view method, std::string_view target, const json& body = nullptr,
+                 std::string_view content_type = "application/json");
+
+ private:
+  apiserver::ApiServer& api_;
+  std::string user_;
+};
+
+}  // namespace vkube::controllers

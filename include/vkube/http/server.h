@@ -1,0 +1,138 @@
+// The HTTP transport: Boost.Beast/Asio behind plain value types.
+//
+// One port serves plain HTTP/1.1 and TLS (told apart by the first byte of a
+// connection), with keep-alive, read/idle timeouts, a request body limit
+// (413), chunked streaming responses (for watch) and graceful shutdown.
+// Nothing above this header includes Beast or Asio: the API server only sees
+// Request, Response and ResponseStream. The transport never sees Kubernetes
+// types.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vkube/common/status.h"
+
+namespace vkube::http {
+
+struct Header {
+  std::string name;
+  std::string value;
+};
+
+// Identity from a client certificate that verified against the client CA.
+struct PeerCertificate {
+  std::string common_name;                 // subject CN: the user name
+  std::vector<std::string> organizations;  // subject O entries: the groups
+};
+
+struct Request {
+  std::string method;  // "GET", "POST", ...
+  std::string target;  // as sent: "/api/v1/pods?limit=500"
+  std::string path;    // target before '?', percent-decoded
+  std::string query;   // target after '?', raw (see query_param)
+  std::vector<Header> headers;
+  std::string body;
+  std::string remote;  // "127.0.0.1:40312"
+  bool tls = false;
+  std::optional<PeerCertificate> peer;
+
+  // First header with this name (case-insensitive), or "" when absent.
+  std::string_view header(std::string_view name) const;
+};
+
+// Decoded value of the first query parameter `name`, or nullopt.
+std::optional<std::string> query_param(std::string_view query, std::string_view name);
+// All parameters in order, decoded ('+' as space, %XX).
+std::vector<std::pair<std::string, std::string>> parse_query(std::string_view query);
+std::string percent_decode(std::string_view in, bool plus_as_space);
+
+class StreamSink;
+
+// A response body produced over time (a watch). The transport sends the
+// status and headers with Transfer-Encoding: chunked, then calls start()
+// once with a sink; the producer writes chunks until it or the client ends.
+class ResponseStream {
+ public:
+  virtual ~ResponseStream() = default;
+  // Called on a transport thread; must not block. Keep the sink to write.
+  virtual void start(std::shared_ptr<StreamSink> sink) = 0;
+  // The client went away, was too slow (see StreamSink::write) or the server
+  // is shutting down; stop producing. Called at most once, after start(), on
+  // a transport thread; not called when the producer ended the stream with
+  // StreamSink::close(). Must not block.
+  virtual void stop() = 0;
+};
+
+// Where a ResponseStream writes. Thread-safe; all methods are non-blocking.
+class StreamSink {
+ public:
+  virtual ~StreamSink() = default;
+  // Queues one chunk (an empty one is ignored: it would end the response).
+  // Queued chunks are sent in order, several per socket write. Returns false
+  // once the stream is closed, or when more than the transport's stream
+  // buffer limit would be queued unsent (the client is too slow): the
+  // transport then closes the connection and calls stop().
+  virtual bool write(std::string chunk) = 0;
+  // Ends the response (the terminating zero-length chunk) after queued
+  // chunks; the transport then closes the connection. Later writes fail.
+  virtual void close() = 0;
+};
+
+struct Response {
+  int status = 200;
+  std::vector<Header> headers;  // Content-Type etc.; Content-Length is set by the transport
+  std::string body;
+  std::shared_ptr<ResponseStream> stream;  // when set, body is ignored
+
+  void set_header(std::string name, std::string value);
+};
+
+// Handles one request. Runs on a worker thread (not an I/O thread), so it may
+// block on storage; many run concurrently.
+using Handler = std::function<Response(Request&)>;
+
+struct TlsConfig {
+  std::string cert_pem;       // serving certificate chain
+  std::string key_pem;        // its private key
+  std::string client_ca_pem;  // CA for client certificates; empty = none asked
+};
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 0;  // 0 = pick a free port (see Server::port)
+  std::optional<TlsConfig> tls;  // TLS and plain share the port when set
+  size_t body_limit = 3u << 20;  // larger bodies get 413
+  std::chrono::seconds read_timeout{30};   // to receive a whole request
+  std::chrono::seconds idle_timeout{120};  // keep-alive connection idle
+  size_t io_threads = 1;
+  size_t worker_threads = 64;             // concurrent handlers
+  size_t stream_buffer_limit = 16u << 20; // unsent stream bytes before cut-off
+};
+
+class Server {
+ public:
+  // Binds and starts serving. kUnavailable when the address is taken,
+  // kInvalid for a bad host or TLS material.
+  static Result<std::unique_ptr<Server>> start(ServerOptions options, Handler handler);
+  virtual ~Server() = default;
+
+  virtual uint16_t port() const = 0;
+  // Stops accepting, stops streams (ending each with its last chunk), lets
+  // in-flight requests finish for up to `grace`, then closes every connection
+  // and joins the I/O threads and the workers (a handler still running after
+  // `grace` is waited for; requests not yet started get 503). Idempotent; the
+  // destructor calls it with no grace. Must not be called from a handler or a
+  // stream callback: it joins the threads that run them.
+  virtual void shutdown(std::chrono::milliseconds grace) = 0;
+  // Connections accepted and not yet closed. Thread-safe.
+  virtual size_t open_connections() const = 0;
+};
+
+}  // namespace vkube::http

@@ -1,0 +1,203 @@
+// A parse-only port of robfig/cron v3's standard parser behaviour: the same
+// inputs are accepted and the same error messages produced, because kubectl
+// users read them in 422 responses.
+#include "cron.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <map>
+#include <vector>
+
+namespace vkube::apiserver::builtin {
+
+namespace {
+
+struct Bounds {
+  int64_t min;
+  int64_t max;
+  const std::map<std::string, int64_t>* names;
+};
+
+const std::map<std::string, int64_t> kMonths = {
+    {"jan", 1}, {"feb", 2}, {"mar", 3}, {"apr", 4},  {"may", 5},  {"jun", 6},
+    {"jul", 7}, {"aug", 8}, {"sep", 9}, {"oct", 10}, {"nov", 11}, {"dec", 12}};
+const std::map<std::string, int64_t> kDays = {{"sun", 0}, {"mon", 1}, {"tue", 2}, {"wed", 3},
+                                              {"thu", 4}, {"fri", 5}, {"sat", 6}};
+
+std::vector<std::string> split(std::string_view s, char sep, bool drop_empty) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s) {
+    if (c == sep) {
+      if (!drop_empty || !cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (!drop_empty || !cur.empty()) out.push_back(cur);
+  return out;
+}
+
+std::vector<std::string> fields_of(std::string_view s) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s) {
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+// strconv.Atoi plus the parser's sign check; sets `err` on failure.
+int64_t parse_int(const std::string& expr, std::string& err) {
+  size_t i = (!expr.empty() && (expr[0] == '+' || expr[0] == '-')) ? 1 : 0;
+  bool ok = i < expr.size() && expr.size() - i <= 18;
+  for (size_t k = i; ok && k < expr.size(); ++k) ok = std::isdigit(static_cast<unsigned char>(expr[k]));
+  if (!ok) {
+    bool digits = i < expr.size() && std::all_of(expr.begin() + static_cast<long>(i), expr.end(),
+                                                  [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+    err = "failed to parse int from " + expr + ": strconv.Atoi: parsing \"" + expr + "\": " +
+          (digits ? "value out of range" : "invalid syntax");
+    return 0;
+  }
+  int64_t n = std::stoll(expr);
+  if (n < 0) err = "negative number (" + std::to_string(n) + ") not allowed: " + expr;
+  return n;
+}
+
+int64_t parse_int_or_name(const std::string& expr, const Bounds& b, std::string& err) {
+  if (b.names != nullptr) {
+    std::string lower = expr;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    auto it = b.names->find(lower);
+    if (it != b.names->end()) return it->second;
+  }
+  return parse_int(expr, err);
+}
+
+std::string range_error(const std::string& expr, const Bounds& b) {
+  std::vector<std::string> range_and_step = split(expr, '/', false);
+  std::vector<std::string> low_high = split(range_and_step[0], '-', false);
+  std::string err;
+  int64_t start = 0;
+  int64_t end = 0;
+  if (low_high[0] == "*" || low_high[0] == "?") {
+    start = b.min;
+    end = b.max;
+  } else {
+    start = parse_int_or_name(low_high[0], b, err);
+    if (!err.empty()) return err;
+    if (low_high.size() == 1) {
+      end = start;
+    } else if (low_high.size() == 2) {
+      end = parse_int_or_name(low_high[1], b, err);
+      if (!err.empty()) return err;
+    } else {
+      return "too many hyphens: " + expr;
+    }
+  }
+  int64_t step = 1;
+  if (range_and_step.size() == 2) {
+    step = parse_int(range_and_step[1], err);
+    if (!err.empty()) return err;
+    if (low_high.size() == 1) end = b.max;
+  } else if (range_and_step.size() > 2) {
+    return "too many slashes: " + expr;
+  }
+  auto num = [](int64_t v) { return std::to_string(v); };
+  if (start < b.min) {
+    return "beginning of range (" + num(start) + ") below minimum (" + num(b.min) + "): " + expr;
+  }
+  if (end > b.max) {
+    return "end of range (" + num(end) + ") above maximum (" + num(b.max) + "): " + expr;
+  }
+  if (start > end) {
+    return "beginning of range (" + num(start) + ") beyond end of range (" + num(end) + "): " + expr;
+  }
+  if (step == 0) return "step of range should be a positive number: " + expr;
+  return "";
+}
+
+// time.ParseDuration's acceptance and messages, for "@every <duration>".
+std::optional<std::string> duration_error(const std::string& d) {
+  std::string quoted = "\"" + d + "\"";
+  size_t i = 0;
+  if (i < d.size() && (d[i] == '+' || d[i] == '-')) ++i;
+  if (d.substr(i) == "0") return std::nullopt;
+  if (i == d.size()) return "time: invalid duration " + quoted;
+  static const char* kUnits[] = {"ns", "us", "\xC2\xB5s", "\xCE\xBCs", "ms", "s", "m", "h"};
+  while (i < d.size()) {
+    size_t start = i;
+    while (i < d.size() && std::isdigit(static_cast<unsigned char>(d[i]))) ++i;
+    bool pre = i > start;
+    bool post = false;
+    if (i < d.size() && d[i] == '.') {
+      size_t frac = ++i;
+      while (i < d.size() && std::isdigit(static_cast<unsigned char>(d[i]))) ++i;
+      post = i > frac;
+    }
+    if (!pre && !post) return "time: invalid duration " + quoted;
+    size_t unit_start = i;
+    while (i < d.size() && d[i] != '.' && !std::isdigit(static_cast<unsigned char>(d[i]))) ++i;
+    if (unit_start == i) return "time: missing unit in duration " + quoted;
+    std::string unit = d.substr(unit_start, i - unit_start);
+    if (std::find(std::begin(kUnits), std::end(kUnits), unit) == std::end(kUnits)) {
+      return "time: unknown unit \"" + unit + "\" in duration " + quoted;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> cron_schedule_error(std::string_view schedule) {
+  std::string spec(schedule);
+  if (spec.empty()) return "empty spec string";
+  if (spec.rfind("TZ=", 0) == 0 || spec.rfind("CRON_TZ=", 0) == 0) {
+    // The zone itself is the timeZone field's business (and kube rejects
+    // TZ in schedules); the parser only needs the rest.
+    size_t space = spec.find(' ');
+    if (space == std::string::npos) return "provided bad location " + spec.substr(spec.find('=') + 1);
+    size_t first = spec.find_first_not_of(" \t\r\n\v\f", space);
+    spec = first == std::string::npos ? "" : spec.substr(first);
+    spec.erase(spec.find_last_not_of(" \t\r\n\v\f") + 1);
+  }
+  if (!spec.empty() && spec[0] == '@') {
+    static const char* kDescriptors[] = {"@yearly", "@annually", "@monthly", "@weekly",
+                                         "@daily",  "@midnight", "@hourly"};
+    for (const char* d : kDescriptors) {
+      if (spec == d) return std::nullopt;
+    }
+    if (spec.rfind("@every ", 0) == 0) {
+      if (auto err = duration_error(spec.substr(7))) {
+        return "failed to parse duration " + spec + ": " + *err;
+      }
+      return std::nullopt;
+    }
+    return "unrecognized descriptor: " + spec;
+  }
+  std::vector<std::string> fields = fields_of(spec);
+  if (fields.size() != 5) {
+    std::string list;
+    for (const auto& f : fields) list += (list.empty() ? "" : " ") + f;
+    return "expected exactly 5 fields, found " + std::to_string(fields.size()) + ": [" + list + "]";
+  }
+  const Bounds bounds[] = {{0, 59, nullptr}, {0, 23, nullptr}, {1, 31, nullptr},
+                           {1, 12, &kMonths}, {0, 6, &kDays}};
+  for (size_t i = 0; i < 5; ++i) {
+    for (const std::string& expr : split(fields[i], ',', true)) {
+      std::string err = range_error(expr, bounds[i]);
+      if (!err.empty()) return err;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace vkube::apiserver::builtin

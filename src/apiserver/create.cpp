@@ -1,0 +1,103 @@
+// POST: create an object.
+#include "object.h"
+#include "server_impl.h"
+#include "service_ips.h"
+
+namespace vkube::apiserver {
+
+namespace {
+
+// The status an object starts with (the kinds' PrepareForCreate).
+void reset_status(const api::Resource& r, json& obj) {
+  if (!r.status_subresource) return;
+  if (!r.gv.group.empty() || r.plural == "replicationcontrollers") {
+    obj["status"] = json::object();
+  } else if (r.plural == "pods") {
+    obj["status"] = {{"phase", "Pending"}};
+  } else if (r.plural == "services") {
+    obj["status"] = {{"loadBalancer", json::object()}};
+  } else if (r.plural == "persistentvolumeclaims" || r.plural == "persistentvolumes") {
+    obj["status"] = {{"phase", "Pending"}};
+  } else if (r.plural == "namespaces") {
+    obj["status"] = {{"phase", "Active"}};
+  }
+  // Nodes, quotas and volume attachments keep what their writer reports.
+}
+
+std::string pod_qos_class(const json& pod) {
+  bool any = false, guaranteed = true;
+  auto spec = pod.value("spec", json::object());
+  for (const char* list : {"containers", "initContainers"}) {
+    for (const json& ctr : spec.value(list, json::array())) {
+      json res = ctr.value("resources", json::object());
+      json req = res.value("requests", json::object());
+      json lim = res.value("limits", json::object());
+      for (const char* r : {"cpu", "memory"}) {
+        if (req.contains(r) || lim.contains(r)) any = true;
+        if (!lim.contains(r) || (req.contains(r) && req[r] != lim[r])) guaranteed = false;
+      }
+    }
+  }
+  if (!any) return "BestEffort";
+  return guaranteed ? "Guaranteed" : "Burstable";
+}
+
+}  // namespace
+
+http::Response handle_create(Context& c) {
+  if (!c.info.name.empty() || !c.info.subresource.empty())
+    return error_response(method_not_supported(c.resource(), "create"));
+  if (Status s = check_dry_run(c); !s.is_ok()) return error_response(s);
+  auto decoded = decode_body(c);
+  if (!decoded.is_ok()) return error_response(decoded.status());
+  json obj = std::move(decoded).value();
+  json& meta = obj["metadata"];
+
+  const api::Resource& r = c.resource();
+  if (r.namespaced) {
+    std::string body_ns = str_at(meta, "namespace");
+    if (c.info.namespace_.empty())
+      return error_response(bad_request("a namespace is required to create " + r.plural));
+    if (!body_ns.empty() && body_ns != c.info.namespace_)
+      return error_response(bad_request(
+          "the namespace of the provided object does not match the namespace sent on the request"));
+    meta["namespace"] = c.info.namespace_;
+  } else {
+    meta.erase("namespace");
+  }
+  if (!str_at(meta, "resourceVersion").empty())
+    return error_response(bad_request("resourceVersion should not be set on objects to be created"));
+  std::string name = str_at(meta, "name");
+  std::string generate = str_at(meta, "generateName");
+  if (name.empty() && !generate.empty()) {
+    name = generate + random_suffix();
+    meta["name"] = name;
+  }
+
+  meta["uid"] = new_uid();
+  meta["creationTimestamp"] = now_rfc3339();
+  meta.erase("deletionTimestamp");
+  meta.erase("deletionGracePeriodSeconds");
+  if (c.kind.has_generation) meta["generation"] = 1;
+  else meta.erase("generation");
+  reset_status(r, obj);
+  builtin::apply_defaults(r, obj);
+  if (r.plural == "pods" && r.gv.group.empty()) obj["status"]["qosClass"] = pod_qos_class(obj);
+
+  if (auto err = validate_object(c, obj, nullptr)) return error_response(*err);
+  if (auto err = admit_namespace(c, c.info.namespace_, name)) return error_response(*err);
+  if (r.plural == "services" && r.gv.group.empty()) {
+    if (auto err = c.server.service_ips().assign(obj, c.dry_run())) return error_response(*err);
+  }
+  if (c.dry_run()) return object_response(c, 201, std::move(obj));
+
+  auto kv = c.server.backend().create(c.key(name), encode_for_storage(obj));
+  if (!kv.is_ok()) {
+    if (r.plural == "services" && r.gv.group.empty()) c.server.service_ips().release(obj);
+    return error_response(storage_error(c, kv.status(), name));
+  }
+  meta["resourceVersion"] = std::to_string(kv->mod_revision);
+  return object_response(c, 201, std::move(obj));
+}
+
+}  // namespace vkube::apiserver

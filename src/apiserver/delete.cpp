@@ -1,0 +1,186 @@
+// DELETE of one object, and of a collection.
+#include "list_common.h"
+#include "object.h"
+#include "server_impl.h"
+#include "service_ips.h"
+
+namespace vkube::apiserver {
+
+namespace {
+
+struct DeleteOptions {
+  std::optional<int64_t> grace_period;
+  std::string propagation;  // Background, Foreground, Orphan or ""
+  std::string precondition_uid, precondition_rv;
+};
+
+Result<DeleteOptions> parse_delete_options(Context& c) {
+  DeleteOptions o;
+  json body = json::object();
+  if (!c.req.body.empty()) {
+    std::string_view ct = c.req.header("Content-Type");
+    if (ct.starts_with("application/vnd.kubernetes.protobuf"))
+      return Status(Code::kUnsupportedMediaType,
+                    "protobuf DeleteOptions are not supported yet; send JSON");
+    body = json::parse(c.req.body, nullptr, false);
+    if (body.is_discarded() || !body.is_object())
+      return Status::bad_request("the body of the request was in an unknown format - accepted "
+                                 "media types include: application/json");
+  }
+  if (body.contains("gracePeriodSeconds") && body["gracePeriodSeconds"].is_number_integer())
+    o.grace_period = body["gracePeriodSeconds"].get<int64_t>();
+  if (auto g = c.param("gracePeriodSeconds")) {
+    try {
+      o.grace_period = std::stoll(*g);
+    } catch (...) {
+      return Status::bad_request("gracePeriodSeconds must be an integer");
+    }
+  }
+  o.propagation = body.value("propagationPolicy", "");
+  if (auto p = c.param("propagationPolicy")) o.propagation = *p;
+  if (body.value("orphanDependents", false)) o.propagation = "Orphan";
+  if (!o.propagation.empty() && o.propagation != "Background" && o.propagation != "Foreground" &&
+      o.propagation != "Orphan")
+    return Status::invalid("propagationPolicy: Unsupported value: \"" + o.propagation +
+                           "\": supported values: \"Foreground\", \"Background\", \"Orphan\"");
+  if (body.contains("preconditions") && body["preconditions"].is_object()) {
+    o.precondition_uid = body["preconditions"].value("uid", "");
+    o.precondition_rv = body["preconditions"].value("resourceVersion", "");
+  }
+  return o;
+}
+
+bool has_finalizer(const json& meta, std::string_view f) {
+  if (!meta.contains("finalizers") || !meta["finalizers"].is_array()) return false;
+  for (const json& v : meta["finalizers"])
+    if (v == f) return true;
+  return false;
+}
+
+// Outcome of deleting one object.
+struct Deleted {
+  json object;
+  bool gone = false;  // removed now (else marked for deletion: 202)
+};
+
+Result<Deleted> delete_one(Context& c, const std::string& ns, const std::string& name,
+                           const DeleteOptions& o) {
+  const std::string key = Registry::key(c.kind, ns, name);
+  const api::Resource& r = c.resource();
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    auto kv_r = c.server.backend().get(key);
+    if (!kv_r.is_ok()) return kv_r.status();
+    auto cur_r = decode_stored(*kv_r);
+    if (!cur_r.is_ok()) return cur_r.status();
+    json cur = std::move(cur_r).value();
+    json& meta = cur["metadata"];
+    const std::string rv = str_at(meta, "resourceVersion");
+    if (!o.precondition_uid.empty() && o.precondition_uid != str_at(meta, "uid"))
+      return Status::conflict("Precondition failed: UID in precondition: " + o.precondition_uid +
+                              ", UID in object meta: " + str_at(meta, "uid"));
+    if (!o.precondition_rv.empty() && o.precondition_rv != rv)
+      return Status::conflict("Precondition failed: ResourceVersion in precondition: " +
+                              o.precondition_rv + ", ResourceVersion in object meta: " + rv);
+    const int64_t expected = std::stoll(rv);
+
+    json next = cur;
+    json& nmeta = next["metadata"];
+    bool changed = false;
+    if (o.propagation == "Foreground" && !has_finalizer(nmeta, "foregroundDeletion")) {
+      nmeta["finalizers"].push_back("foregroundDeletion");
+      changed = true;
+    } else if (o.propagation == "Orphan" && !has_finalizer(nmeta, "orphan")) {
+      nmeta["finalizers"].push_back("orphan");
+      changed = true;
+    }
+    // Graceful deletion: a pod on a node lingers until its kubelet confirms.
+    int64_t grace = 0;
+    if (r.plural == "pods" && r.gv.group.empty() && !str_at(cur["spec"], "nodeName").empty() &&
+        str_at(cur["status"], "phase") != "Succeeded" && str_at(cur["status"], "phase") != "Failed") {
+      grace = o.grace_period.value_or(cur["spec"].value("terminationGracePeriodSeconds", int64_t{30}));
+      if (grace < 0) grace = 0;
+    }
+    const bool namespace_finalizers = r.plural == "namespaces" && r.gv.group.empty() &&
+                                      cur.contains("spec") && cur["spec"].is_object() &&
+                                      !cur["spec"].value("finalizers", json::array()).empty();
+    const bool finalizers = nmeta.contains("finalizers") && nmeta["finalizers"].is_array() &&
+                            !nmeta["finalizers"].empty();
+    if (finalizers || grace > 0 || namespace_finalizers) {
+      if (!nmeta.contains("deletionTimestamp")) {
+        nmeta["deletionTimestamp"] = format_rfc3339(now_unix() + grace);
+        nmeta["deletionGracePeriodSeconds"] = grace;
+        if (c.kind.has_generation) nmeta["generation"] = nmeta.value("generation", int64_t{1}) + 1;
+        if (r.plural == "namespaces" && r.gv.group.empty()) next["status"]["phase"] = "Terminating";
+        changed = true;
+      } else if (grace < nmeta.value("deletionGracePeriodSeconds", int64_t{0}) && grace >= 0 &&
+                 o.grace_period) {
+        nmeta["deletionTimestamp"] = format_rfc3339(now_unix() + grace);
+        nmeta["deletionGracePeriodSeconds"] = grace;
+        changed = true;
+      }
+      if (!changed) return Deleted{std::move(cur), false};
+      if (c.dry_run()) return Deleted{std::move(next), false};
+      auto kv = c.server.backend().update(key, encode_for_storage(next), expected);
+      if (!kv.is_ok()) {
+        if (kv.status().code() == Code::kConflict) continue;
+        return kv.status();
+      }
+      nmeta["resourceVersion"] = std::to_string(kv->mod_revision);
+      return Deleted{std::move(next), false};
+    }
+    if (c.dry_run()) return Deleted{std::move(cur), true};
+    auto kv = c.server.backend().remove(key, expected);
+    if (!kv.is_ok()) {
+      if (kv.status().code() == Code::kConflict || kv.status().code() == Code::kNotFound) continue;
+      return kv.status();
+    }
+    if (r.plural == "services" && r.gv.group.empty()) c.server.service_ips().release(cur);
+    meta["resourceVersion"] = std::to_string(kv->mod_revision);
+    return Deleted{std::move(cur), true};
+  }
+  return Status::conflict("the object is being modified concurrently; please retry");
+}
+
+}  // namespace
+
+http::Response handle_delete(Context& c) {
+  if (!c.info.subresource.empty()) return error_response(method_not_supported(c.resource(), "delete"));
+  if (Status s = check_dry_run(c); !s.is_ok()) return error_response(s);
+  auto opts = parse_delete_options(c);
+  if (!opts.is_ok()) return error_response(opts.status());
+  auto d = delete_one(c, c.info.namespace_, c.info.name, *opts);
+  if (!d.is_ok()) {
+    if (d.status().code() == Code::kConflict && d.status().message().starts_with("Precondition"))
+      return error_response(conflict(c.resource(), c.info.name, d.status().message()));
+    return error_response(storage_error(c, d.status(), c.info.name));
+  }
+  int code = d->gone ? 200 : 202;
+  if (c.kind.return_deleted_object || !d->gone) return object_response(c, code, std::move(d->object));
+  json details = {{"name", c.info.name}, {"kind", c.resource().plural},
+                  {"uid", str_at(d->object["metadata"], "uid")}};
+  if (!c.resource().gv.group.empty()) details["group"] = c.resource().gv.group;
+  return json_response(200, success_status(details));
+}
+
+http::Response handle_delete_collection(Context& c) {
+  if (Status s = check_dry_run(c); !s.is_ok()) return error_response(s);
+  auto opts = parse_delete_options(c);
+  if (!opts.is_ok()) return error_response(opts.status());
+  auto listed = list_objects(c, ListQuery::from_context(c, /*paged=*/false));
+  if (!listed.is_ok()) return error_response(listed.status());
+  json items = json::array();
+  for (json& obj : listed->items) {
+    auto d = delete_one(c, namespace_of(obj), name_of(obj), *opts);
+    if (!d.is_ok()) {
+      if (d.status().code() == Code::kNotFound) continue;
+      return error_response(storage_error(c, d.status(), name_of(obj)));
+    }
+    items.push_back(std::move(d->object));
+  }
+  return json_response(200, {{"kind", c.resource().list_kind()},
+                             {"apiVersion", c.resource().gv.api_version()},
+                             {"metadata", {{"resourceVersion", std::to_string(listed->revision)}}},
+                             {"items", std::move(items)}});
+}
+
+}  // namespace vkube::apiserver

@@ -1,0 +1,139 @@
+// Discovery: aggregated (apidiscovery.k8s.io/v2) and legacy (/api, /apis,
+// /api/v1, /apis/<group>[/<version>]), all derived from the registry.
+#include "server_impl.h"
+
+namespace vkube::apiserver {
+
+namespace {
+
+constexpr std::string_view kAggregatedType =
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+bool wants_aggregated(std::string_view accept) {
+  // Honour the client's first preference: kubectl and helm list v2 first.
+  auto first = accept.substr(0, accept.find(','));
+  return first.find("as=APIGroupDiscoveryList") != std::string_view::npos &&
+         first.find("v=v2") != std::string_view::npos && first.find("v=v2beta1") == std::string_view::npos;
+}
+
+const std::vector<std::string> kSubVerbs = {"get", "patch", "update"};
+
+json legacy_resources(const Registry& reg, const api::GroupVersion& gv) {
+  json resources = json::array();
+  for (const Kind* k : reg.kinds_in(gv)) {
+    const api::Resource& r = k->resource;
+    json entry = {{"name", r.plural},     {"singularName", r.singular}, {"namespaced", r.namespaced},
+                  {"kind", r.kind},       {"verbs", r.verbs}};
+    if (!r.short_names.empty()) entry["shortNames"] = r.short_names;
+    if (!r.categories.empty()) entry["categories"] = r.categories;
+    resources.push_back(entry);
+    if (r.status_subresource)
+      resources.push_back({{"name", r.plural + "/status"}, {"singularName", ""},
+                           {"namespaced", r.namespaced}, {"kind", r.kind}, {"verbs", kSubVerbs}});
+    if (r.scale_subresource)
+      resources.push_back({{"name", r.plural + "/scale"}, {"singularName", ""},
+                           {"namespaced", r.namespaced}, {"group", "autoscaling"},
+                           {"version", "v1"}, {"kind", "Scale"}, {"verbs", kSubVerbs}});
+    if (r.plural == "namespaces" && gv.group.empty())
+      resources.push_back({{"name", "namespaces/finalize"}, {"singularName", ""},
+                           {"namespaced", false}, {"kind", "Namespace"}, {"verbs", {"update"}}});
+  }
+  return {{"kind", "APIResourceList"}, {"apiVersion", "v1"},
+          {"groupVersion", gv.api_version()}, {"resources", resources}};
+}
+
+json aggregated_group(const Registry& reg, const std::string& group) {
+  json versions = json::array();
+  for (const auto& gv : reg.group_versions()) {
+    if (gv.group != group) continue;
+    json resources = json::array();
+    for (const Kind* k : reg.kinds_in(gv)) {
+      const api::Resource& r = k->resource;
+      json kind_ref = {{"group", gv.group}, {"version", gv.version}, {"kind", r.kind}};
+      json entry = {{"resource", r.plural},
+                    {"responseKind", kind_ref},
+                    {"scope", r.namespaced ? "Namespaced" : "Cluster"},
+                    {"singularResource", r.singular},
+                    {"verbs", r.verbs}};
+      if (!r.short_names.empty()) entry["shortNames"] = r.short_names;
+      if (!r.categories.empty()) entry["categories"] = r.categories;
+      json subs = json::array();
+      if (r.scale_subresource)
+        subs.push_back({{"subresource", "scale"},
+                        {"responseKind", {{"group", "autoscaling"}, {"version", "v1"}, {"kind", "Scale"}}},
+                        {"verbs", kSubVerbs}});
+      if (r.status_subresource)
+        subs.push_back({{"subresource", "status"}, {"responseKind", kind_ref}, {"verbs", kSubVerbs}});
+      if (!subs.empty()) entry["subresources"] = subs;
+      resources.push_back(entry);
+    }
+    versions.push_back({{"version", gv.version}, {"resources", resources}, {"freshness", "Current"}});
+  }
+  return {{"metadata", {{"name", group}, {"creationTimestamp", nullptr}}}, {"versions", versions}};
+}
+
+json api_group(const Registry& reg, const std::string& group) {
+  json versions = json::array();
+  for (const auto& gv : reg.group_versions())
+    if (gv.group == group)
+      versions.push_back({{"groupVersion", gv.api_version()}, {"version", gv.version}});
+  if (versions.empty()) return nullptr;
+  return {{"name", group}, {"versions", versions}, {"preferredVersion", versions[0]}};
+}
+
+http::Response aggregated_response(const json& items) {
+  http::Response r = json_response(200, {{"kind", "APIGroupDiscoveryList"},
+                                         {"apiVersion", "apidiscovery.k8s.io/v2"},
+                                         {"metadata", json::object()},
+                                         {"items", items}});
+  r.set_header("Content-Type", std::string(kAggregatedType));
+  r.set_header("Vary", "Accept");
+  return r;
+}
+
+}  // namespace
+
+http::Response handle_discovery(Server& s, const http::Request& req, const RequestInfo& info) {
+  const Registry& reg = s.registry();
+  std::string path = req.path;
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  const bool aggregated = wants_aggregated(req.header("Accept"));
+  auto not_found = [] {
+    return error_response(Status::not_found("the server could not find the requested resource"));
+  };
+
+  if (path == "/api") {
+    if (aggregated) return aggregated_response(json::array({aggregated_group(reg, "")}));
+    return json_response(200, {{"kind", "APIVersions"},
+                               {"versions", {"v1"}},
+                               {"serverAddressByClientCIDRs",
+                                {{{"clientCIDR", "0.0.0.0/0"}, {"serverAddress", ""}}}}});
+  }
+  if (path == "/apis") {
+    std::vector<std::string> groups;
+    for (const auto& gv : reg.group_versions())
+      if (!gv.group.empty() && std::find(groups.begin(), groups.end(), gv.group) == groups.end())
+        groups.push_back(gv.group);
+    json items = json::array();
+    for (const auto& g : groups) items.push_back(aggregated ? aggregated_group(reg, g) : api_group(reg, g));
+    if (aggregated) return aggregated_response(items);
+    return json_response(200, {{"kind", "APIGroupList"}, {"apiVersion", "v1"}, {"groups", items}});
+  }
+  if (path == "/api/v1") return json_response(200, legacy_resources(reg, {"", "v1"}));
+  if (info.api_prefix == "apis" && !info.group.empty() && !info.version.empty()) {
+    api::GroupVersion gv{info.group, info.version};
+    if (reg.kinds_in(gv).empty()) return not_found();
+    return json_response(200, legacy_resources(reg, gv));
+  }
+  if (path.starts_with("/apis/")) {
+    std::string group = path.substr(6);
+    json g = api_group(reg, group);
+    if (g.is_null()) return not_found();
+    g["kind"] = "APIGroup";
+    g["apiVersion"] = "v1";
+    return json_response(200, g);
+  }
+  return not_found();
+}
+
+}  // namespace vkube::apiserver

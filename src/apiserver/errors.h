@@ -1,0 +1,43 @@
+// Kubernetes Status errors: the one place where vkube Status codes become
+// HTTP status codes and `kind: Status` bodies (apimachinery's api/errors).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "builtin/field_errors.h"
+#include "vkube/api/resource.h"
+#include "vkube/common/status.h"
+#include "vkube/http/server.h"
+
+namespace vkube::apiserver {
+
+using json = nlohmann::json;
+
+// An error with the details clients read (name, group, kind, causes).
+struct ApiError {
+  Status status;
+  json details = json::object();
+
+  ApiError(Status s) : status(std::move(s)) {}  // NOLINT(google-explicit-constructor)
+  ApiError(Status s, json d) : status(std::move(s)), details(std::move(d)) {}
+};
+
+int http_code(Code code);
+std::string_view reason(Code code);
+json status_object(const ApiError& e);
+json success_status(const json& details);
+http::Response error_response(const ApiError& e);
+http::Response json_response(int code, const json& body);
+
+// The standard errors, worded as kube-apiserver words them.
+ApiError not_found(const api::Resource& r, const std::string& name);
+ApiError already_exists(const api::Resource& r, const std::string& name);
+ApiError conflict(const api::Resource& r, const std::string& name, const std::string& why);
+ApiError invalid(const api::Resource& r, const std::string& name, const FieldErrors& errors);
+ApiError bad_request(std::string message);
+ApiError method_not_supported(const api::Resource& r, const std::string& verb);
+
+}  // namespace vkube::apiserver

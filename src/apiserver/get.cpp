@@ -1,0 +1,23 @@
+// GET of one object (and of its status and scale subresources).
+#include "object.h"
+#include "scale.h"
+#include "server_impl.h"
+
+namespace vkube::apiserver {
+
+Result<json> read_object(Context& c, const std::string& name) {
+  auto kv = c.server.backend().get(c.key(name));
+  if (!kv.is_ok()) return kv.status();
+  return decode_stored(*kv);
+}
+
+http::Response handle_get(Context& c) {
+  auto rv = parse_resource_version(c.param("resourceVersion").value_or(""));
+  if (!rv.is_ok()) return error_response(rv.status());
+  auto obj = read_object(c, c.info.name);
+  if (!obj.is_ok()) return error_response(storage_error(c, obj.status(), c.info.name));
+  if (c.info.subresource == "scale") return json_response(200, to_scale(c.resource(), *obj));
+  return object_response(c, 200, std::move(obj).value());
+}
+
+}  // namespace vkube::apiserver

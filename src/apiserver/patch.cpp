@@ -1,0 +1,48 @@
+// PATCH: JSON patch, merge patch and strategic merge patch of an object, or
+// of its status or scale.
+#include "object.h"
+#include "patch_engine.h"
+#include "scale.h"
+#include "server_impl.h"
+
+namespace vkube::apiserver {
+
+http::Response handle_patch(Context& c) {
+  auto type = patch_type(c.req.header("Content-Type"));
+  if (!type.is_ok()) return error_response(type.status());
+  if (*type == PatchType::kStrategic && c.resource().is_custom)
+    return error_response(Status(Code::kUnsupportedMediaType,
+                                 "strategic merge patch is not supported for custom resources; "
+                                 "use a JSON merge patch"));
+  if (*type == PatchType::kApply)
+    return error_response(Status(Code::kUnsupportedMediaType,
+                                 "server-side apply (application/apply-patch+yaml) is not "
+                                 "supported by this server yet"));
+  const std::string kind = c.resource().kind;
+  return guaranteed_update(c, [&](const json& cur) -> Result<json> {
+    if (c.info.subresource == "scale") {
+      auto patched = apply_patch(*type, to_scale(c.resource(), cur), c.req.body, "Scale");
+      if (!patched.is_ok()) return patched.status();
+      json next = cur;
+      VKUBE_RETURN_IF_ERROR(apply_scale(*patched, next));
+      std::string rv = str_at((*patched)["metadata"], "resourceVersion");
+      if (rv != str_at(cur["metadata"], "resourceVersion")) next["metadata"]["resourceVersion"] = rv;
+      return next;
+    }
+    json base = cur;
+    base["apiVersion"] = c.resource().gv.api_version();
+    base["kind"] = kind;
+    auto patched = apply_patch(*type, base, c.req.body, kind);
+    if (!patched.is_ok()) return patched.status();
+    json next = std::move(patched).value();
+    if (!next.is_object()) return Status::bad_request("the patched object is not a JSON object");
+    if (!next.contains("metadata") || !next["metadata"].is_object())
+      return Status::bad_request("the patch removed the object's metadata");
+    // A resourceVersion the patch did not change is no precondition.
+    if (str_at(next["metadata"], "resourceVersion") == str_at(cur["metadata"], "resourceVersion"))
+      next["metadata"].erase("resourceVersion");
+    return next;
+  });
+}
+
+}  // namespace vkube::apiserver

@@ -1,0 +1,33 @@
+// Patch engines: RFC 6902 JSON patch and RFC 7386 merge patch (nlohmann's),
+// and Kubernetes strategic merge patch.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "vkube/common/status.h"
+
+namespace vkube::apiserver {
+
+using json = nlohmann::json;
+
+enum class PatchType { kJson, kMerge, kStrategic, kApply };
+
+// From a PATCH Content-Type; kUnsupportedMediaType for others.
+Result<PatchType> patch_type(std::string_view content_type);
+
+// Applies `patch` to `target` (an object of `kind`). kBadRequest (400) for a
+// malformed patch, kInvalid (422) for a JSON patch that does not apply or a
+// failed `test` operation.
+Result<json> apply_patch(PatchType type, const json& target, std::string_view patch,
+                         const std::string& kind);
+
+// Strategic merge patch of `patch` into `target`: maps merge recursively,
+// lists of objects merge by their merge key (containers by name, ...), with
+// the directives $patch (replace, delete, merge), $setElementOrder/<list>,
+// $retainKeys and $deleteFromPrimitiveList/<list>.
+Result<json> strategic_merge(const json& target, const json& patch, const std::string& kind);
+
+}  // namespace vkube::apiserver

@@ -1,0 +1,197 @@
+// The handler chain (kube-apiserver's DefaultBuildHandlerChain), in one place:
+// panic recovery -> request info -> authn -> in-flight limit -> authz ->
+// router -> verb handler.
+#include <chrono>
+
+#include "server_impl.h"
+#include "service_ips.h"
+#include "vkube/common/log.h"
+#include "watch.h"
+
+namespace vkube::apiserver {
+
+std::unique_ptr<ApiServer> ApiServer::create(Options options) {
+  return std::make_unique<Server>(std::move(options));
+}
+
+Server::Server(Options options)
+    : options_(std::move(options)),
+      watches_(std::make_unique<WatchDispatcher>(metrics_)),
+      service_ips_(std::make_unique<ServiceIpAllocator>(options_.service_cidr)) {
+  service_ips_->set_backend(options_.backend);
+}
+
+Server::~Server() { shutdown(); }
+
+void Server::shutdown() {
+  ready_ = false;
+  watches_->shutdown();
+}
+
+namespace {
+
+bool is_public_path(std::string_view path) {
+  for (std::string_view p : {"/healthz", "/livez", "/readyz", "/version"}) {
+    if (path == p || (path.starts_with(p) && path[p.size()] == '/')) return true;
+  }
+  return false;
+}
+
+std::optional<UserInfo> authenticate(const Server& s, const http::Request& req) {
+  if (req.peer) return UserInfo{req.peer->common_name, req.peer->organizations};
+  std::string_view auth = req.header("Authorization");
+  if (auth.size() > 7 && (auth.starts_with("Bearer ") || auth.starts_with("bearer "))) {
+    std::string token(auth.substr(7));
+    auto it = s.options().tokens.find(token);
+    if (it != s.options().tokens.end()) return it->second;
+    return std::nullopt;
+  }
+  if (s.options().allow_anonymous) return UserInfo{"system:anonymous", {"system:unauthenticated"}};
+  return std::nullopt;
+}
+
+bool is_mutating(const std::string& method) {
+  return method == "POST" || method == "PUT" || method == "PATCH" || method == "DELETE";
+}
+
+http::Response text_response(int code, std::string body) {
+  http::Response r;
+  r.status = code;
+  r.set_header("Content-Type", "text/plain; charset=utf-8");
+  r.body = std::move(body);
+  return r;
+}
+
+}  // namespace
+
+http::Response Server::handle(http::Request& req) {
+  const auto start = std::chrono::steady_clock::now();
+  RequestInfo info = parse_request_info(req);
+  http::Response resp;
+  try {
+    resp = chain(req, info);
+  } catch (const std::exception& e) {
+    // Panic recovery: a bug in a handler fails one request, never the server.
+    VKUBE_LOG(error, "handler failed", {"path", req.path}, {"error", e.what()});
+    resp = error_response(Status::internal(std::string("internal error: ") + e.what()));
+  }
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::string resource = info.resource;
+  if (!info.subresource.empty()) resource += "/" + info.subresource;
+  metrics_.observe(info.is_resource_request ? info.verb : "nonresource", resource, resp.status, secs);
+  if (resp.stream == nullptr)
+    VKUBE_LOG(debug, "request", {"verb", info.verb}, {"path", req.path}, {"code", resp.status},
+              {"ms", secs * 1000});
+  return resp;
+}
+
+http::Response Server::chain(http::Request& req, const RequestInfo& info) {
+  std::optional<UserInfo> user = authenticate(*this, req);
+  if (!user && !is_public_path(req.path)) {
+    return error_response(Status(Code::kUnauthorized, "Unauthorized"));
+  }
+  UserInfo anonymous{"system:anonymous", {"system:unauthenticated"}};
+
+  // Long-running requests (watches) do not count against the limits.
+  const bool long_running = info.verb == "watch";
+  const bool mutating = is_mutating(req.method);
+  std::atomic<size_t>& counter = mutating ? inflight_mutating_ : inflight_;
+  const size_t limit = mutating ? options_.max_mutating_inflight : options_.max_requests_inflight;
+  if (!long_running) {
+    if (counter.fetch_add(1) >= limit) {
+      counter.fetch_sub(1);
+      http::Response r = error_response(
+          Status(Code::kTooManyRequests, "too many requests, please try again later"));
+      r.set_header("Retry-After", "1");
+      return r;
+    }
+    metrics_.inflight_add(1);
+  }
+  struct Release {
+    std::atomic<size_t>* c;
+    Metrics* m;
+    ~Release() {
+      if (c) {
+        c->fetch_sub(1);
+        m->inflight_add(-1);
+      }
+    }
+  } release{long_running ? nullptr : &counter, &metrics_};
+
+  // Authorization: every authenticated user may do everything until RBAC
+  // enforcement lands (the tenant's admin is the only user today).
+  return route(req, info, user ? *user : anonymous);
+}
+
+http::Response Server::route(http::Request& req, const RequestInfo& info, const UserInfo& user) {
+  std::string_view path = req.path;
+  if (path.size() > 1 && path.back() == '/') path.remove_suffix(1);  // python sends /version/
+
+  if (!info.is_resource_request) {
+    if (path == "/version") {
+      return json_response(200, {{"major", "1"},
+                                 {"minor", "32"},
+                                 {"gitVersion", options_.version},
+                                 {"gitCommit", "vkube"},
+                                 {"gitTreeState", "clean"},
+                                 {"buildDate", "2026-12-01T00:00:00Z"},
+                                 {"goVersion", "n/a (vkube is C++)"},
+                                 {"compiler", "gcc"},
+                                 {"platform", "linux/amd64"}});
+    }
+    if (path == "/healthz" || path == "/livez" || path.starts_with("/healthz/") ||
+        path.starts_with("/livez/"))
+      return text_response(200, "ok");
+    if (path == "/readyz" || path.starts_with("/readyz/"))
+      return ready() ? text_response(200, "ok") : text_response(500, "[-]storage not ready\nreadyz check failed");
+    if (path == "/metrics") {
+      http::Response r = text_response(200, metrics_.render());
+      r.set_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+      return r;
+    }
+    if (path == "/api" || path == "/apis" || path.starts_with("/api/") || path.starts_with("/apis/"))
+      return handle_discovery(*this, req, info);
+    if (path.starts_with("/openapi/")) return handle_openapi(*this, req);
+    if (path == "/") {
+      json paths = json::array({"/api", "/api/v1", "/apis", "/healthz", "/livez", "/metrics",
+                                "/openapi/v3", "/readyz", "/version"});
+      return json_response(200, {{"paths", paths}});
+    }
+    return error_response(Status::not_found("the server could not find the requested resource"));
+  }
+
+  const Kind* kind = registry_.find(info.group, info.version, info.resource);
+  if (kind == nullptr) {
+    return error_response(
+        {Status::not_found("the server could not find the requested resource"), json::object()});
+  }
+  if (!kind->resource.namespaced && !info.namespace_.empty() && info.resource != "namespaces")
+    return error_response(Status::not_found("the server could not find the requested resource"));
+  Context ctx{*this, req, info, *kind, user, {}};
+  const std::string& sub = info.subresource;
+  if (!sub.empty() && !(sub == "status" && kind->resource.status_subresource) &&
+      !(sub == "scale" && kind->resource.scale_subresource) &&
+      !(sub == "finalize" && info.resource == "namespaces"))
+    return error_response(Status::not_found("the server could not find the requested resource"));
+
+  http::Response resp;
+  const std::string& verb = info.verb;
+  if (verb == "get") resp = handle_get(ctx);
+  else if (verb == "list") resp = handle_list(ctx);
+  else if (verb == "watch") resp = handle_watch(ctx);
+  else if (verb == "create") resp = handle_create(ctx);
+  else if (verb == "update") resp = handle_update(ctx);
+  else if (verb == "patch") resp = handle_patch(ctx);
+  else if (verb == "delete") resp = handle_delete(ctx);
+  else if (verb == "deletecollection") resp = handle_delete_collection(ctx);
+  else resp = error_response(method_not_supported(kind->resource, verb));
+  for (const auto& w : ctx.warnings) resp.headers.push_back({"Warning", "299 - \"" + w + "\""});
+  return resp;
+}
+
+bool Context::dry_run() const {
+  auto v = param("dryRun");
+  return v && *v == "All";
+}
+
+}  // namespace vkube::apiserver

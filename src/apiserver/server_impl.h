@@ -1,0 +1,124 @@
+// The API server's shared state and the per-request context handed to the
+// verb handlers (one file per verb: create.cpp, get.cpp, list.cpp, ...).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "errors.h"
+#include "metrics.h"
+#include "registry.h"
+#include "request_info.h"
+#include "vkube/apiserver/apiserver.h"
+
+namespace vkube::apiserver {
+
+class WatchDispatcher;
+class ServiceIpAllocator;
+
+class Server final : public ApiServer {
+ public:
+  explicit Server(Options options);
+  ~Server() override;
+
+  http::Response handle(http::Request& request) override;
+  void set_ready(bool ready) override { ready_ = ready; }
+  void shutdown() override;
+
+  const Options& options() const { return options_; }
+  storage::Backend& backend() { return *options_.backend; }
+  const Registry& registry() const { return registry_; }
+  Metrics& metrics() { return metrics_; }
+  WatchDispatcher& watches() { return *watches_; }
+  ServiceIpAllocator& service_ips() { return *service_ips_; }
+  bool ready() const { return ready_; }
+
+ private:
+  http::Response chain(http::Request& req, const RequestInfo& info);
+  http::Response route(http::Request& req, const RequestInfo& info, const UserInfo& user);
+
+  Options options_;
+  Registry registry_;
+  Metrics metrics_;
+  std::unique_ptr<WatchDispatcher> watches_;
+  std::unique_ptr<ServiceIpAllocator> service_ips_;
+  std::atomic<bool> ready_{false};
+  std::atomic<size_t> inflight_{0};
+  std::atomic<size_t> inflight_mutating_{0};
+};
+
+// Everything a verb handler needs about its request.
+struct Context {
+  Server& server;
+  http::Request& req;
+  const RequestInfo& info;
+  const Kind& kind;
+  const UserInfo& user;
+
+  const api::Resource& resource() const { return kind.resource; }
+  std::string key(std::string_view name) const { return Registry::key(kind, info.namespace_, name); }
+  // Decoded value of a query parameter.
+  std::optional<std::string> param(std::string_view name) const {
+    return http::query_param(req.query, name);
+  }
+  bool dry_run() const;
+  // The "Warning" headers to add to the response.
+  std::vector<std::string> warnings;
+};
+
+// Verb handlers.
+http::Response handle_get(Context& c);
+http::Response handle_list(Context& c);
+http::Response handle_watch(Context& c);
+http::Response handle_create(Context& c);
+http::Response handle_update(Context& c);
+http::Response handle_patch(Context& c);
+http::Response handle_delete(Context& c);
+http::Response handle_delete_collection(Context& c);
+
+// Non-resource endpoints.
+http::Response handle_discovery(Server& s, const http::Request& req, const RequestInfo& info);
+http::Response handle_openapi(Server& s, const http::Request& req);
+
+// Shared steps of the write handlers (write_common.cpp).
+// Parses a JSON object body; fills apiVersion/kind when absent (the Python
+// client omits them) and checks them against the resource otherwise.
+Result<json> decode_body(Context& c);
+// Checks the dryRun parameter ("All" or absent).
+Status check_dry_run(const Context& c);
+// Validates generic metadata and the kind's rules; Invalid error if any.
+std::optional<ApiError> validate_object(Context& c, const json& obj, const json* old);
+// Admission for writes into a namespace: it must exist and not be terminating.
+std::optional<ApiError> admit_namespace(Context& c, const std::string& ns,
+                                        const std::string& name);
+// The response for an object read or written: JSON, or a Table when asked.
+http::Response object_response(Context& c, int code, json obj);
+// Maps a storage error for object `name` of the context's resource.
+ApiError storage_error(const Context& c, const Status& s, const std::string& name);
+// Stores `next` in place of `cur` (after prepare/validation) or deletes it
+// when it is being deleted and has no finalizers left. Returns the object
+// as stored, or nullopt when it was deleted.
+Result<std::optional<json>> commit_update(Context& c, const std::string& key, const json& cur,
+                                          json next, storage::Revision expected);
+// The update strategy: carries over what a client may not change with this
+// request (uid, creationTimestamp, status or spec depending on subresource),
+// bumps generation, applies defaults.
+void prepare_update(Context& c, const json& cur, json& next);
+
+}  // namespace vkube::apiserver
+
+namespace vkube::apiserver {
+
+// Reads the current object of the request (404 when missing).
+Result<json> read_object(Context& c, const std::string& name);
+
+// The update loop of PUT and PATCH (kube's GuaranteedUpdate): reads the
+// current object, asks `transform` for the next one, checks preconditions,
+// prepares, validates and commits; retries on a conflict unless the client
+// set a resourceVersion precondition.
+using Transform = std::function<Result<json>(const json& current)>;
+http::Response guaranteed_update(Context& c, const Transform& transform);
+
+}  // namespace vkube::apiserver

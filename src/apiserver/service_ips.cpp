@@ -1,0 +1,154 @@
+#include "service_ips.h"
+
+#include <arpa/inet.h>
+
+#include "object.h"
+
+namespace vkube::apiserver {
+
+namespace {
+
+std::optional<uint32_t> parse_ipv4(const std::string& s) {
+  in_addr a{};
+  if (inet_pton(AF_INET, s.c_str(), &a) != 1) return std::nullopt;
+  return ntohl(a.s_addr);
+}
+
+std::string format_ipv4(uint32_t ip) {
+  in_addr a{htonl(ip)};
+  char buf[INET_ADDRSTRLEN];
+  inet_ntop(AF_INET, &a, buf, sizeof buf);
+  return buf;
+}
+
+constexpr int kPortMin = 30000, kPortMax = 32767;
+
+api::Resource services_resource() {
+  api::Resource r;
+  r.gv = {"", "v1"};
+  r.kind = "Service";
+  r.plural = "services";
+  return r;
+}
+
+}  // namespace
+
+ServiceIpAllocator::ServiceIpAllocator(const std::string& cidr) {
+  auto slash = cidr.find('/');
+  auto ip = parse_ipv4(cidr.substr(0, slash));
+  int bits = slash == std::string::npos ? 24 : std::atoi(cidr.c_str() + slash + 1);
+  if (!ip || bits < 8 || bits > 30) {
+    ip = parse_ipv4("10.96.0.0");
+    bits = 12;
+  }
+  size_ = 1u << (32 - bits);
+  base_ = *ip & ~(size_ - 1);
+}
+
+void ServiceIpAllocator::load_locked() {
+  if (loaded_ || backend_ == nullptr) return;
+  storage::ListOptions o;
+  o.prefix = "/registry/core/services/";
+  auto list = backend_->list(o);
+  if (!list.is_ok()) return;
+  for (const auto& kv : list->items) {
+    json svc = json::parse(kv.value, nullptr, false);
+    if (!svc.is_object()) continue;
+    auto spec = svc.value("spec", json::object());
+    if (auto ip = parse_ipv4(spec.value("clusterIP", ""))) ips_.insert(*ip);
+    for (const json& p : spec.value("ports", json::array()))
+      if (p.is_object() && p.contains("nodePort") && p["nodePort"].is_number_integer())
+        ports_.insert(p["nodePort"].get<int>());
+  }
+  loaded_ = true;
+}
+
+std::optional<ApiError> ServiceIpAllocator::assign(json& svc, bool dry_run) {
+  std::lock_guard lock(mu_);
+  load_locked();
+  json& spec = svc["spec"];
+  if (!spec.is_object()) return std::nullopt;  // validation reports it
+  std::string type = spec.value("type", "ClusterIP");
+  const std::string name = name_of(svc);
+  auto fail = [&](const std::string& field, const json& value, const std::string& why) {
+    return invalid(services_resource(), name,
+                   {FieldError{FieldError::Type::kInvalid, field, why, value}});
+  };
+  std::vector<uint32_t> new_ips;
+  std::vector<int> new_ports;
+  if (type != "ExternalName") {
+    std::string requested = spec.value("clusterIP", "");
+    if (requested == "None") {
+      spec["clusterIPs"] = json::array({"None"});
+    } else if (!requested.empty()) {
+      auto ip = parse_ipv4(requested);
+      if (!ip || *ip < base_ || *ip >= base_ + size_)
+        return fail("spec.clusterIPs", requested,
+                    "failed to allocate IP " + requested + ": provided IP is not in the valid range");
+      if (ips_.count(*ip))
+        return fail("spec.clusterIPs", requested,
+                    "failed to allocate IP " + requested + ": provided IP is already allocated");
+      new_ips.push_back(*ip);
+      spec["clusterIPs"] = json::array({requested});
+    } else {
+      for (uint32_t n = 0; n + 2 < size_ && new_ips.empty(); ++n) {
+        uint32_t candidate = base_ + 1 + (next_ + n) % (size_ - 2);
+        if (!ips_.count(candidate)) new_ips.push_back(candidate);
+      }
+      if (new_ips.empty())
+        return ApiError(Status(Code::kInternal, "failed to allocate a serviceIP: range is full"));
+      spec["clusterIP"] = format_ipv4(new_ips[0]);
+      spec["clusterIPs"] = json::array({spec["clusterIP"]});
+    }
+  }
+  if (type == "NodePort" || type == "LoadBalancer") {
+    json& ports = spec["ports"];
+    if (ports.is_array()) {
+      for (size_t i = 0; i < ports.size(); ++i) {
+        json& p = ports[i];
+        if (!p.is_object()) continue;
+        if (p.contains("nodePort") && p["nodePort"].is_number_integer()) {
+          int np = p["nodePort"].get<int>();
+          std::string field = "spec.ports[" + std::to_string(i) + "].nodePort";
+          if (np < kPortMin || np > kPortMax)
+            return fail(field, np, "provided port is not in the valid range. The range of valid ports is 30000-32767");
+          if (ports_.count(np)) return fail(field, np, "provided port is already allocated");
+          new_ports.push_back(np);
+          continue;
+        }
+        int np = 0;
+        for (int n = 0; n <= kPortMax - kPortMin && np == 0; ++n) {
+          int candidate = kPortMin + (next_port_ - kPortMin + n) % (kPortMax - kPortMin + 1);
+          if (!ports_.count(candidate) &&
+              std::find(new_ports.begin(), new_ports.end(), candidate) == new_ports.end())
+            np = candidate;
+        }
+        if (np == 0) return ApiError(Status::internal("failed to allocate a nodePort: range is full"));
+        p["nodePort"] = np;
+        new_ports.push_back(np);
+      }
+    }
+  }
+  if (!dry_run) {
+    for (uint32_t ip : new_ips) {
+      ips_.insert(ip);
+      next_ = ip - base_;
+    }
+    for (int p : new_ports) {
+      ports_.insert(p);
+      next_port_ = p + 1;
+    }
+  }
+  return std::nullopt;
+}
+
+void ServiceIpAllocator::release(const json& svc) {
+  std::lock_guard lock(mu_);
+  auto spec = svc.value("spec", json::object());
+  if (auto ip = parse_ipv4(spec.value("clusterIP", ""))) ips_.erase(*ip);
+  for (const json& p : spec.value("ports", json::array()))
+    if (p.is_object() && p.contains("nodePort") && p["nodePort"].is_number_integer())
+      ports_.erase(p["nodePort"].get<int>());
+}
+
+}  // namespace vkube::apiserver

@@ -1,0 +1,80 @@
+// PUT: replace an object, or its status or scale.
+#include "object.h"
+#include "scale.h"
+#include "server_impl.h"
+
+namespace vkube::apiserver {
+
+http::Response guaranteed_update(Context& c, const Transform& transform) {
+  if (Status s = check_dry_run(c); !s.is_ok()) return error_response(s);
+  const std::string& name = c.info.name;
+  const std::string key = c.key(name);
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    auto cur_r = read_object(c, name);
+    if (!cur_r.is_ok()) return error_response(storage_error(c, cur_r.status(), name));
+    const json& cur = *cur_r;
+    auto next_r = transform(cur);
+    if (!next_r.is_ok()) {
+      if (next_r.status().code() == Code::kInvalid)
+        return error_response(ApiError(next_r.status(), {{"name", name}, {"kind", c.resource().kind}}));
+      return error_response(next_r.status());
+    }
+    json next = std::move(next_r).value();
+    if (!next.is_object() || !next.contains("metadata") || !next["metadata"].is_object())
+      return error_response(bad_request("the object must have metadata"));
+    json& meta = next["metadata"];
+
+    const std::string cur_rv = str_at(cur["metadata"], "resourceVersion");
+    const std::string want_rv = str_at(meta, "resourceVersion");
+    if (!want_rv.empty() && want_rv != cur_rv)
+      return error_response(storage_error(c, Status::conflict(""), name));
+    std::string want_uid = str_at(meta, "uid");
+    std::string cur_uid = str_at(cur["metadata"], "uid");
+    if (!want_uid.empty() && want_uid != cur_uid)
+      return error_response(conflict(c.resource(), name,
+                                     "Precondition failed: UID in precondition: " + want_uid +
+                                         ", UID in object meta: " + cur_uid));
+    std::string body_name = str_at(meta, "name");
+    if (!body_name.empty() && body_name != name)
+      return error_response(bad_request("the name of the object (" + body_name +
+                                        ") does not match the name on the URL (" + name + ")"));
+    std::string body_ns = str_at(meta, "namespace");
+    if (c.resource().namespaced && !body_ns.empty() && body_ns != c.info.namespace_)
+      return error_response(bad_request(
+          "the namespace of the provided object does not match the namespace sent on the request"));
+
+    prepare_update(c, cur, next);
+    if (c.info.subresource.empty()) {
+      if (auto err = validate_object(c, next, &cur)) return error_response(*err);
+    }
+    const auto expected = std::stoll(cur_rv);
+    auto committed = commit_update(c, key, cur, next, expected);
+    if (!committed.is_ok()) {
+      if (committed.status().code() == Code::kConflict && want_rv.empty()) continue;
+      return error_response(storage_error(c, committed.status(), name));
+    }
+    json result = committed->has_value() ? std::move(**committed) : next;
+    if (c.info.subresource == "scale") return json_response(200, to_scale(c.resource(), result));
+    return object_response(c, 200, std::move(result));
+  }
+  return error_response(storage_error(c, Status::conflict(""), name));
+}
+
+http::Response handle_update(Context& c) {
+  auto body = decode_body(c);
+  if (!body.is_ok()) return error_response(body.status());
+  json obj = std::move(body).value();
+  if (c.info.subresource == "scale") {
+    return guaranteed_update(c, [&](const json& cur) -> Result<json> {
+      json next = cur;
+      VKUBE_RETURN_IF_ERROR(apply_scale(obj, next));
+      std::string rv = str_at(obj["metadata"], "resourceVersion");
+      if (rv.empty()) next["metadata"].erase("resourceVersion");
+      else next["metadata"]["resourceVersion"] = rv;
+      return next;
+    });
+  }
+  return guaranteed_update(c, [&](const json&) -> Result<json> { return obj; });
+}
+
+}  // namespace vkube::apiserver

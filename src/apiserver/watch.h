@@ -1,0 +1,70 @@
+// Watch streams: storage watch events encoded as Kubernetes watch events
+// ({"type":...,"object":...} lines) on chunked HTTP responses.
+//
+// A storage watch's notifier only queues its stream here; one dispatcher
+// thread encodes and writes, so writers never wait on watch clients, and an
+// event shared by many watchers is encoded once.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "list_common.h"
+#include "metrics.h"
+#include "table.h"
+
+namespace vkube::apiserver {
+
+class WatchStream;
+
+struct WatchSpec {
+  const Kind* kind = nullptr;
+  ListQuery query;         // selectors (limit/continue unused)
+  bool table = false;      // objects as meta.k8s.io Tables (kubectl get -w)
+  IncludeObject include = IncludeObject::kMetadata;
+  bool bookmarks = false;  // allowWatchBookmarks
+  int64_t timeout_seconds = 1800;
+  storage::Backend* backend = nullptr;
+  storage::Revision start_revision = 0;  // the watch delivers events after it
+};
+
+class WatchDispatcher {
+ public:
+  explicit WatchDispatcher(Metrics& metrics);
+  ~WatchDispatcher();
+
+  // A stream over `watch`, first sending `initial` (encoded event lines).
+  std::shared_ptr<http::ResponseStream> open(std::unique_ptr<storage::Watch> watch, WatchSpec spec,
+                                             std::string initial);
+  // A stream that sends one ERROR event and ends (e.g. 410 Expired).
+  std::shared_ptr<http::ResponseStream> error_stream(const ApiError& e);
+  // Ends every stream; later streams end at once.
+  void shutdown();
+
+  // Encodes one event as a watch event line for a spec ("" when filtered out).
+  std::string encode(const WatchSpec& spec, const storage::Event& e);
+  std::string encode_object(const WatchSpec& spec, const char* type, json obj);
+
+ private:
+  friend class WatchStream;
+  void ready(std::shared_ptr<WatchStream> s);
+  void add(const std::shared_ptr<WatchStream>& s);
+  void remove(WatchStream* s);
+  void run();
+
+  Metrics& metrics_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<WatchStream>> ready_;
+  std::set<std::shared_ptr<WatchStream>> streams_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace vkube::apiserver

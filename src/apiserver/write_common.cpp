@@ -1,0 +1,229 @@
+// Steps shared by create, update, patch and delete.
+#include "object.h"
+#include "server_impl.h"
+#include "table.h"
+#include "vkube/api/validation.h"
+
+namespace vkube::apiserver {
+
+Result<json> decode_body(Context& c) {
+  std::string_view ct = c.req.header("Content-Type");
+  if (ct.starts_with("application/vnd.kubernetes.protobuf"))
+    return Status(Code::kUnsupportedMediaType,
+                  "the body of the request was in an unknown format - accepted media types "
+                  "include: application/json, application/yaml");
+  json obj = json::parse(c.req.body, nullptr, false);
+  if (obj.is_discarded())
+    return Status::bad_request("the body of the request was in an unknown format - accepted "
+                               "media types include: application/json, application/yaml");
+  if (!obj.is_object()) return Status::bad_request("the request body must be a JSON object");
+  const api::Resource& r = c.resource();
+  std::string api_version = str_at(obj, "apiVersion");
+  std::string kind = str_at(obj, "kind");
+  if (api_version.empty()) obj["apiVersion"] = r.gv.api_version();
+  else if (api_version != r.gv.api_version() && c.info.subresource.empty())
+    return Status::bad_request("the API version in the data (" + api_version +
+                               ") does not match the expected API version (" +
+                               r.gv.api_version() + ")");
+  if (kind.empty()) obj["kind"] = r.kind;
+  else if (kind != r.kind && c.info.subresource.empty())
+    return Status::bad_request("the kind in the data (" + kind +
+                               ") does not match the expected kind (" + r.kind + ")");
+  if (!obj.contains("metadata")) obj["metadata"] = json::object();
+  if (!obj["metadata"].is_object())
+    return Status::bad_request("metadata: the field must be an object");
+  return obj;
+}
+
+Status check_dry_run(const Context& c) {
+  auto v = c.param("dryRun");
+  if (!v || *v == "All") return Status::ok();
+  return Status::bad_request("unsupported dryRun value \"" + *v + "\": only \"All\" is supported");
+}
+
+namespace {
+
+void check_name(const Kind& k, const std::string& name, FieldErrors& errs) {
+  std::vector<std::string> problems;
+  switch (k.name_rule) {
+    case builtin::NameRule::kSubdomain: problems = api::validate_dns1123_subdomain(name); break;
+    case builtin::NameRule::kLabel: problems = api::validate_dns1123_label(name); break;
+    case builtin::NameRule::kDns1035Label: problems = api::validate_dns1035_label(name); break;
+    case builtin::NameRule::kPathSegment: problems = api::validate_path_segment_name(name); break;
+  }
+  for (auto& p : problems) errs.push_back({FieldError::Type::kInvalid, "metadata.name", p, name});
+}
+
+void check_string_map(const json& m, const std::string& field, bool labels, FieldErrors& errs) {
+  if (m.is_null()) return;
+  if (!m.is_object()) {
+    errs.push_back({FieldError::Type::kInvalid, field, "must be a map of strings", m});
+    return;
+  }
+  size_t total = 0;
+  for (auto it = m.begin(); it != m.end(); ++it) {
+    for (auto& p : api::validate_qualified_name(it.key()))
+      errs.push_back({FieldError::Type::kInvalid, field, p, it.key()});
+    if (!it.value().is_string()) {
+      errs.push_back({FieldError::Type::kInvalid, field + "[" + it.key() + "]",
+                      "must be a string", it.value()});
+      continue;
+    }
+    const std::string& v = it.value().get_ref<const std::string&>();
+    total += it.key().size() + v.size();
+    if (labels)
+      for (auto& p : api::validate_label_value(v))
+        errs.push_back({FieldError::Type::kInvalid, field, p, v});
+  }
+  if (!labels && total > 256 * 1024)
+    errs.push_back({FieldError::Type::kTooLong, field, "may not be more than 262144 bytes", {}});
+}
+
+}  // namespace
+
+std::optional<ApiError> validate_object(Context& c, const json& obj, const json* old) {
+  FieldErrors errs;
+  const json& meta = obj["metadata"];
+  std::string name = str_at(meta, "name");
+  if (name.empty() && str_at(meta, "generateName").empty())
+    errs.push_back({FieldError::Type::kRequired, "metadata.name",
+                    "name or generateName is required", {}});
+  else if (!name.empty())
+    check_name(c.kind, name, errs);
+  if (c.resource().namespaced && str_at(meta, "namespace").empty())
+    errs.push_back({FieldError::Type::kRequired, "metadata.namespace", "", {}});
+  check_string_map(meta.value("labels", json()), "metadata.labels", true, errs);
+  check_string_map(meta.value("annotations", json()), "metadata.annotations", false, errs);
+  builtin::validate(c.resource(), obj, old, errs);
+  if (errs.empty()) return std::nullopt;
+  return invalid(c.resource(), name, errs);
+}
+
+std::optional<ApiError> admit_namespace(Context& c, const std::string& ns,
+                                        const std::string& name) {
+  if (!c.resource().namespaced || ns.empty()) return std::nullopt;
+  const Kind* ns_kind = c.server.registry().find("", "v1", "namespaces");
+  auto kv = c.server.backend().get(Registry::key(*ns_kind, "", ns));
+  if (!kv.is_ok()) {
+    if (kv.status().code() == Code::kNotFound) return not_found(ns_kind->resource, ns);
+    return ApiError(kv.status());
+  }
+  auto obj = decode_stored(*kv);
+  if (obj.is_ok() && (*obj)["metadata"].contains("deletionTimestamp")) {
+    json details = {{"name", ns},
+                    {"kind", "namespaces"},
+                    {"causes", json::array({{{"reason", "NamespaceTerminating"},
+                                             {"message", "namespace " + ns + " is being terminated"},
+                                             {"field", "metadata.namespace"}}})}};
+    return ApiError(Status(Code::kForbidden, c.resource().group_resource() + " \"" + name +
+                                                 "\" is forbidden: unable to create new content in "
+                                                 "namespace " + ns +
+                                                 " because it is being terminated"),
+                    details);
+  }
+  return std::nullopt;
+}
+
+http::Response object_response(Context& c, int code, json obj) {
+  if (wants_table(c.req.header("Accept"))) {
+    auto include = parse_include_object(c.param("includeObject").value_or(""));
+    json meta = {{"resourceVersion", str_at(obj["metadata"], "resourceVersion")}};
+    return json_response(code, make_table(c.kind, {obj}, include, meta));
+  }
+  obj["apiVersion"] = c.resource().gv.api_version();
+  obj["kind"] = c.resource().kind;
+  return json_response(code, obj);
+}
+
+ApiError storage_error(const Context& c, const Status& s, const std::string& name) {
+  switch (s.code()) {
+    case Code::kNotFound: return not_found(c.resource(), name);
+    case Code::kAlreadyExists: return already_exists(c.resource(), name);
+    case Code::kConflict:
+      return conflict(c.resource(), name,
+                      "the object has been modified; please apply your changes to the latest "
+                      "version and try again");
+    case Code::kTooLarge:
+      return ApiError(Status::too_large("Request entity too large: limit is 1572864 bytes"));
+    default: return ApiError(s);
+  }
+}
+
+namespace {
+
+json without(const json& obj, std::initializer_list<const char*> keys) {
+  json copy = obj;
+  for (const char* k : keys) copy.erase(k);
+  return copy;
+}
+
+bool being_deleted_and_finalized(const json& obj) {
+  const json& meta = obj["metadata"];
+  if (!meta.contains("deletionTimestamp")) return false;
+  if (meta.contains("finalizers") && meta["finalizers"].is_array() && !meta["finalizers"].empty())
+    return false;
+  // Namespaces also wait for spec.finalizers (the namespace controller's).
+  if (obj.contains("spec") && obj["spec"].is_object() && obj["spec"].contains("finalizers") &&
+      obj["kind"] == "Namespace" && !obj["spec"]["finalizers"].empty())
+    return false;
+  return true;
+}
+
+}  // namespace
+
+void prepare_update(Context& c, const json& cur, json& next) {
+  const std::string& sub = c.info.subresource;
+  if (sub == "status") {
+    json body_status = next.value("status", json::object());
+    next = cur;
+    next["status"] = std::move(body_status);
+  } else if (sub == "finalize") {
+    json finalizers = next.contains("spec") ? next["spec"].value("finalizers", json::array())
+                                            : json::array();
+    next = cur;
+    next["spec"]["finalizers"] = std::move(finalizers);
+  } else {
+    if (c.resource().status_subresource) {
+      if (cur.contains("status")) next["status"] = cur["status"];
+      else next.erase("status");
+    }
+    if (c.resource().plural == "namespaces" && c.resource().gv.group.empty()) {
+      // spec.finalizers changes only through /finalize.
+      if (cur.contains("spec")) next["spec"] = cur["spec"];
+    }
+  }
+  json& m = next["metadata"];
+  const json& cm = cur["metadata"];
+  for (const char* k : {"uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
+                        "generation", "name", "namespace"}) {
+    if (cm.contains(k)) m[k] = cm[k];
+    else m.erase(k);
+  }
+  builtin::apply_defaults(c.resource(), next);
+  if (c.kind.has_generation && sub != "status") {
+    int64_t gen = cm.value("generation", int64_t{1});
+    if (without(next, {"metadata", "status", "apiVersion", "kind"}) !=
+        without(cur, {"metadata", "status", "apiVersion", "kind"}))
+      ++gen;
+    m["generation"] = gen;
+  }
+}
+
+Result<std::optional<json>> commit_update(Context& c, const std::string& key, const json& cur,
+                                          json next, storage::Revision expected) {
+  (void)cur;
+  storage::Backend& b = c.server.backend();
+  if (being_deleted_and_finalized(next)) {
+    if (c.dry_run()) return std::optional<json>();
+    auto kv = b.remove(key, expected);
+    if (!kv.is_ok()) return kv.status();
+    return std::optional<json>();
+  }
+  if (c.dry_run()) return std::optional<json>(std::move(next));
+  auto kv = b.update(key, encode_for_storage(next), expected);
+  if (!kv.is_ok()) return kv.status();
+  next["metadata"]["resourceVersion"] = std::to_string(kv->mod_revision);
+  return std::optional<json>(std::move(next));
+}
+
+}  // namespace vkube::apiserver

@@ -1,0 +1,75 @@
+// vkube serve: one tenant's API endpoint.
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "command.h"
+#include "tenant.h"
+#include "vkube/common/log.h"
+
+namespace vkube::cli {
+
+namespace {
+
+// Blocks until SIGINT or SIGTERM.
+void wait_for_signal() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  int sig = 0;
+  sigwait(&set, &sig);
+  VKUBE_LOG(info, "signal received, shutting down", {"signal", sig});
+}
+
+void block_signals() {
+  // Threads started later inherit the mask, so only sigwait sees them.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+}  // namespace
+
+int run_serve(const Args& args) {
+  FlagSet flags("serve",
+                "Serve one tenant's Kubernetes API. On first start it creates a CA, serving and\n"
+                "admin certificates under --data-dir and writes DIR/admin.kubeconfig.");
+  auto log_flags = add_log_flags(flags);
+  std::string& data_dir = flags.add_string("data-dir", "", "state directory (store, certificates, kubeconfig)");
+  std::string& listen = flags.add_string("listen", "127.0.0.1:6443", "HOST:PORT to serve on (port 0: any free port)");
+  std::string& sans = flags.add_string("tls-san", "", "extra serving certificate names, comma-separated");
+  std::string& name = flags.add_string("name", "vkube", "tenant name (kubeconfig cluster and context)");
+  if (int rc = parse_or_exit(flags, log_flags, args); rc >= 0) return rc;
+  if (data_dir.empty()) return fail("--data-dir is required");
+
+  block_signals();
+  const auto t0 = std::chrono::steady_clock::now();
+  TenantOptions o;
+  o.data_dir = data_dir;
+  o.listen = listen;
+  o.name = name;
+  for (size_t i = 0; i < sans.size();) {
+    size_t j = sans.find(',', i);
+    if (j == std::string::npos) j = sans.size();
+    if (j > i) o.tls_sans.push_back(sans.substr(i, j - i));
+    i = j + 1;
+  }
+  auto tenant = Tenant::start(o);
+  if (!tenant.is_ok()) return fail(tenant.status().message());
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  VKUBE_LOG(info, "serving", {"url", (*tenant)->url()}, {"kubeconfig", (*tenant)->kubeconfig_path()},
+            {"startup_ms", ms});
+  std::printf("vkube is serving %s\n  export KUBECONFIG=%s\n  kubectl get namespaces\n",
+              (*tenant)->url().c_str(), (*tenant)->kubeconfig_path().c_str());
+  std::fflush(stdout);
+  wait_for_signal();
+  (*tenant)->stop(std::chrono::seconds(5));
+  return 0;
+}
+
+}  // namespace vkube::cli

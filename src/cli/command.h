@@ -1,0 +1,42 @@
+// vkube's subcommands. Each is a function from its arguments to an exit code;
+// main.cpp dispatches on the first argument.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "flags.h"
+
+namespace vkube::cli {
+
+using Args = std::vector<std::string>;
+
+struct Command {
+  const char* name;
+  const char* summary;
+  int (*run)(const Args& args);
+};
+
+// The table of every subcommand, in the order `vkube --help` lists them.
+const std::vector<Command>& commands();
+
+// Adds --log-level and --log-format to a command's flags.
+struct LogFlags {
+  std::string* level;
+  std::string* format;
+};
+LogFlags add_log_flags(FlagSet& flags);
+
+// Parses flags and applies the log flags. Returns -1 to continue, or the
+// exit code to return at once (0 after printing --help, 2 on a usage error).
+int parse_or_exit(FlagSet& flags, const LogFlags& log_flags, const Args& args);
+
+// Prints "error: <message>" to stderr and returns exit code 1.
+int fail(const std::string& message);
+
+int run_version(const Args& args);
+int run_backup(const Args& args);
+int run_restore(const Args& args);
+int run_serve(const Args& args);
+
+}  // namespace vkube::cli

@@ -1,0 +1,82 @@
+// vkube: one binary, many subcommands.
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+
+#include "command.h"
+#include "vkube/common/log.h"
+
+namespace vkube::cli {
+
+const std::vector<Command>& commands() {
+  static const std::vector<Command> kCommands = {
+      {"serve", "Serve one tenant's Kubernetes API", run_serve},
+      {"version", "Print the vkube version", run_version},
+      {"backup", "Copy a store to a backup directory, online", run_backup},
+      {"restore", "Restore a store from a backup directory", run_restore},
+  };
+  return kCommands;
+}
+
+LogFlags add_log_flags(FlagSet& flags) {
+  return {&flags.add_string("log-level", "info", "log level: debug, info, warn, error or off"),
+          &flags.add_string("log-format", "logfmt", "log format: logfmt or json")};
+}
+
+int parse_or_exit(FlagSet& flags, const LogFlags& log_flags, const Args& args) {
+  if (Status s = flags.parse(args); !s.is_ok()) {
+    std::fprintf(stderr, "error: %s\n", s.message().c_str());
+    return 2;
+  }
+  if (flags.help()) {
+    std::fputs(flags.usage().c_str(), stdout);
+    return 0;
+  }
+  log::Level level;
+  if (!log::parse_level(*log_flags.level, &level)) {
+    std::fprintf(stderr, "error: --log-level: unknown level '%s'\n", log_flags.level->c_str());
+    return 2;
+  }
+  log::set_level(level);
+  if (*log_flags.format == "json") {
+    log::set_format(log::Format::kJson);
+  } else if (*log_flags.format != "logfmt") {
+    std::fprintf(stderr, "error: --log-format: unknown format '%s'\n", log_flags.format->c_str());
+    return 2;
+  }
+  return -1;
+}
+
+int fail(const std::string& message) {
+  std::fprintf(stderr, "error: %s\n", message.c_str());
+  return 1;
+}
+
+namespace {
+
+void print_help() {
+  std::printf(
+      "vkube: a virtual-cluster control plane. Every tenant gets its own Kubernetes API;\n"
+      "their pods share one host cluster of GPU nodes.\n\nUsage:\n  vkube <command> [flags]\n\n"
+      "Commands:\n");
+  for (const Command& c : commands()) std::printf("  %-12s %s\n", c.name, c.summary);
+  std::printf("\nRun 'vkube <command> --help' for a command's flags.\n");
+}
+
+}  // namespace
+}  // namespace vkube::cli
+
+int main(int argc, char** argv) {
+  using namespace vkube::cli;
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ||
+      std::strcmp(argv[1], "help") == 0) {
+    print_help();
+    return argc < 2 ? 2 : 0;
+  }
+  Args args(argv + 2, argv + argc);
+  for (const Command& c : commands()) {
+    if (c.name == std::string_view(argv[1])) return c.run(args);
+  }
+  std::fprintf(stderr, "error: unknown command '%s' (see vkube --help)\n", argv[1]);
+  return 2;
+}

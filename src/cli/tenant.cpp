@@ -1,0 +1,170 @@
+#include "tenant.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include "vkube/apiserver/apiserver.h"
+#include "vkube/common/log.h"
+#include "vkube/controllers/namespace_controller.h"
+#include "vkube/pki/pki.h"
+#include "vkube/storage/rocksdb_backend.h"
+#include "vkube/storage/watch_cache.h"
+
+namespace vkube::cli {
+
+namespace {
+
+Status split_listen(const std::string& listen, std::string* host, uint16_t* port) {
+  auto colon = listen.rfind(':');
+  if (colon == std::string::npos) return Status::invalid("--listen must be HOST:PORT, got '" + listen + "'");
+  *host = listen.substr(0, colon);
+  if (host->size() > 2 && host->front() == '[') *host = host->substr(1, host->size() - 2);
+  try {
+    int p = std::stoi(listen.substr(colon + 1));
+    if (p < 0 || p > 65535) throw std::out_of_range("port");
+    *port = static_cast<uint16_t>(p);
+  } catch (...) {
+    return Status::invalid("--listen: bad port in '" + listen + "'");
+  }
+  return Status::ok();
+}
+
+class TenantImpl final : public Tenant {
+ public:
+  ~TenantImpl() override { stop(std::chrono::milliseconds(0)); }
+
+  uint16_t port() const override { return server_->port(); }
+  std::string url() const override {
+    std::string h = host_ == "0.0.0.0" || host_.empty() ? "127.0.0.1" : host_;
+    if (h.find(':') != std::string::npos) h = "[" + h + "]";
+    return "https://" + h + ":" + std::to_string(port());
+  }
+  std::string kubeconfig_path() const override { return kubeconfig_; }
+
+  void stop(std::chrono::milliseconds grace) override {
+    if (stopped_.exchange(true)) return;
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+      cv_.notify_all();
+    }
+    if (compactor_.joinable()) compactor_.join();
+    if (namespaces_) namespaces_->stop();
+    api_->shutdown();
+    if (server_) server_->shutdown(grace);
+    namespaces_.reset();
+    server_.reset();
+    api_.reset();
+    cache_.reset();
+    store_.reset();
+    VKUBE_LOG(info, "tenant stopped", {"name", name_});
+  }
+
+  Status init(const TenantOptions& o) {
+    name_ = o.name;
+    VKUBE_RETURN_IF_ERROR(split_listen(o.listen, &host_, &listen_port_));
+    std::error_code ec;
+    std::filesystem::create_directories(o.data_dir, ec);
+    if (ec) return Status::unavailable("cannot create " + o.data_dir + ": " + ec.message());
+
+    storage::RocksDbOptions so;
+    so.path = o.data_dir + "/store";
+    so.sync = o.sync;
+    auto store = storage::open_rocksdb(so);
+    if (!store.is_ok()) return store.status();
+    store_ = std::move(store).value();
+    auto cache = storage::make_watch_cache(*store_);
+    if (!cache.is_ok()) return cache.status();
+    cache_ = std::move(cache).value();
+
+    pki::PkiOptions po;
+    po.dir = o.data_dir;
+    po.hosts = o.tls_sans;
+    if (host_ != "0.0.0.0" && host_ != "::" && !host_.empty()) po.hosts.insert(po.hosts.begin(), host_);
+    auto bundle = pki::ensure_pki(po);
+    if (!bundle.is_ok()) return bundle.status();
+
+    apiserver::Options ao;
+    ao.backend = cache_.get();
+    api_ = apiserver::ApiServer::create(ao);
+
+    http::ServerOptions ho;
+    ho.host = host_;
+    ho.port = listen_port_;
+    ho.tls = http::TlsConfig{bundle->serving.cert_pem, bundle->serving.key_pem, bundle->ca.cert_pem};
+    apiserver::ApiServer* api = api_.get();
+    auto server = http::Server::start(ho, [api](http::Request& r) { return api->handle(r); });
+    if (!server.is_ok()) return server.status();
+    server_ = std::move(server).value();
+
+    kubeconfig_ = o.data_dir + "/admin.kubeconfig";
+    VKUBE_RETURN_IF_ERROR(pki::write_kubeconfig(kubeconfig_, o.name, url(), bundle->ca.cert_pem, bundle->admin));
+
+    VKUBE_RETURN_IF_ERROR(bootstrap());
+    namespaces_ = controllers::NamespaceController::start(*api_, *cache_);
+    compactor_ = std::thread([this] { compact_loop(); });
+    api_->set_ready(true);
+    return Status::ok();
+  }
+
+ private:
+  // The namespaces every cluster has.
+  Status bootstrap() {
+    for (const char* ns : {"default", "kube-system", "kube-public", "kube-node-lease"}) {
+      http::Request req;
+      req.method = "POST";
+      req.path = "/api/v1/namespaces";
+      req.target = req.path;
+      req.peer = http::PeerCertificate{"system:apiserver", {"system:masters"}};
+      req.headers.push_back({"Content-Type", "application/json"});
+      req.body = std::string(R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":")") + ns + "\"}}";
+      http::Response resp = api_->handle(req);
+      if (resp.status != 201 && resp.status != 409)
+        return Status::internal("creating namespace " + std::string(ns) + ": " + resp.body);
+    }
+    return Status::ok();
+  }
+
+  // Keeps five minutes of history, as kube-apiserver's compactor does.
+  void compact_loop() {
+    storage::Revision previous = 0;
+    std::unique_lock lock(mu_);
+    while (!cv_.wait_for(lock, std::chrono::minutes(5), [&] { return stopping_; })) {
+      if (previous > 0) {
+        Status s = store_->compact(previous);
+        if (!s.is_ok()) VKUBE_LOG(warn, "compaction failed", {"error", s.message()});
+      }
+      previous = store_->current_revision();
+    }
+  }
+
+  std::string name_, host_, kubeconfig_;
+  uint16_t listen_port_ = 0;
+  std::unique_ptr<storage::Backend> store_;  // RocksDB
+  std::unique_ptr<storage::Backend> cache_;  // the watch cache over it
+  std::unique_ptr<apiserver::ApiServer> api_;
+  std::unique_ptr<http::Server> server_;
+  std::unique_ptr<controllers::NamespaceController> namespaces_;
+  std::thread compactor_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::atomic<bool> stopped_{false};
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Tenant>> Tenant::start(const TenantOptions& options) {
+  auto t = std::make_unique<TenantImpl>();
+  Status s = t->init(options);
+  if (!s.is_ok()) {
+    t->stop(std::chrono::milliseconds(0));
+    return s;
+  }
+  return std::unique_ptr<Tenant>(std::move(t));
+}
+
+}  // namespace vkube::cli

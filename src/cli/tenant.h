@@ -1,0 +1,36 @@
+// One tenant control plane in this process: store, API server, transport,
+// certificates and kubeconfig, bootstrap objects and background loops.
+// `vkube serve` runs one; `vkube host` and `vkube up` build on it.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "vkube/common/status.h"
+
+namespace vkube::cli {
+
+struct TenantOptions {
+  std::string data_dir;
+  std::string listen = "127.0.0.1:6443";  // HOST:PORT; port 0 picks a free one
+  std::vector<std::string> tls_sans;      // extra serving-certificate names
+  std::string name = "vkube";             // kubeconfig cluster/context name
+  bool sync = true;                       // durable writes
+};
+
+class Tenant {
+ public:
+  // Starts everything; returns once /readyz answers 200.
+  static Result<std::unique_ptr<Tenant>> start(const TenantOptions& options);
+  virtual ~Tenant() = default;
+
+  virtual uint16_t port() const = 0;
+  virtual std::string url() const = 0;
+  virtual std::string kubeconfig_path() const = 0;
+  // Stops serving (in-flight requests get `grace`), then closes the store.
+  virtual void stop(std::chrono::milliseconds grace) = 0;
+};
+
+}  // namespace vkube::cli

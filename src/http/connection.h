@@ -1,0 +1,188 @@
+// One client connection: TLS detection, request reading, handler dispatch,
+// response writing and chunked streaming. Private to the transport.
+//
+// Every member is used on the connection's strand, except request_ and
+// response_, which belong to the worker thread while a handler runs (the
+// strand does not touch them in State::kHandling; the posts between the two
+// order the accesses).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
+
+#include "vkube/http/server.h"
+#include "wire.h"
+
+namespace vkube::http::detail {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+using error_code = boost::system::error_code;
+
+class Connection;
+class SinkImpl;
+
+// State shared by the server, its connections and the worker threads.
+class ServerCore {
+ public:
+  ServerCore(ServerOptions options, Handler handler, std::unique_ptr<net::ssl::context> tls,
+             net::thread_pool& workers)
+      : options(std::move(options)),
+        handler(std::move(handler)),
+        tls(std::move(tls)),
+        workers(workers) {}
+
+  const ServerOptions options;
+  const Handler handler;
+  const std::unique_ptr<net::ssl::context> tls;  // null: plain HTTP only
+  net::thread_pool& workers;
+  std::atomic<bool> stopping{false};  // shutdown began: no new requests or streams
+  std::atomic<bool> abandon{false};   // grace is over: queued handlers are skipped
+
+  void add(const std::shared_ptr<Connection>& c);
+  void remove(Connection* c);
+  std::vector<std::shared_ptr<Connection>> connections();
+  size_t open() const { return open_.load(); }
+  void connection_closed();
+  void handler_started();
+  void handler_finished();
+  // Waits until no handler runs and no connection is open, or until `deadline`.
+  bool wait_quiet(std::chrono::steady_clock::time_point deadline);
+
+ private:
+  friend class Connection;
+  void notify_waiter();
+
+  std::atomic<size_t> open_{0};
+  std::atomic<size_t> in_flight_{0};
+  std::mutex mu_;  // guards conns_; pairs with cv_ for wait_quiet()
+  std::condition_variable cv_;
+  std::unordered_map<Connection*, std::weak_ptr<Connection>> conns_;
+};
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(ServerCore& core, net::ip::tcp::socket socket);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  const net::any_io_executor& executor() const { return executor_; }
+
+  // The following run on the strand (or, for close_now, on the shutdown
+  // thread once every I/O and worker thread has been joined).
+  void start();
+  // Shutdown began: finish the current response or stream, then close.
+  void shutdown_graceful();
+  // Closes the socket at once; stops a running stream.
+  void close_now();
+  // A stream sink queued data or was closed by its producer (stream.cpp).
+  void flush_stream();
+  // A stream sink went over the buffer limit (stream.cpp).
+  void on_stream_overflow();
+
+ private:
+  enum class State {
+    kDetecting,
+    kHandshaking,
+    kIdle,
+    kReading,
+    kHandling,
+    kWriting,
+    kStreaming,
+    kClosing,
+    kClosed
+  };
+
+  template <typename Fn>
+  void with_stream(Fn&& fn) {
+    if (tls_) {
+      fn(*tls_);
+    } else {
+      fn(tcp_);
+    }
+  }
+  beast::tcp_stream& lowest() { return tls_ ? beast::get_lowest_layer(*tls_) : tcp_; }
+
+  // connection.cpp: requests and plain responses.
+  void on_detect(error_code ec, bool is_tls);
+  void on_handshake(error_code ec, size_t used);
+  void read_next();
+  void on_idle_data(error_code ec, size_t n);
+  void read_request();
+  void on_header(error_code ec, size_t n);
+  void on_continue_sent(error_code ec, size_t n);
+  void on_body(error_code ec, size_t n);
+  void on_read_error(error_code ec);
+  void dispatch();
+  void run_handler();  // on a worker thread
+  void on_response();
+  void send_error(int code, std::string_view reason, std::string_view message);
+  void write_response();
+  void on_written(error_code ec, size_t n);
+  void close_gracefully();
+  void drain();
+  void on_drained(error_code ec, size_t n);
+
+  // stream.cpp: chunked streaming responses.
+  void begin_stream();
+  void on_stream_head(error_code ec, size_t n);
+  void watch_peer();
+  void on_peer_data(error_code ec, size_t n);
+  void on_stream_written(error_code ec, size_t n);
+  void end_stream_for_shutdown();
+  // Calls stream_->stop() once, unless the producer ended the stream itself.
+  void stop_stream();
+
+  ServerCore& core_;
+  net::any_io_executor executor_;  // a strand
+  beast::tcp_stream tcp_;          // moved into tls_ once TLS is detected
+  std::optional<beast::ssl_stream<beast::tcp_stream>> tls_;
+  beast::flat_buffer buffer_;
+  std::optional<beast::http::request_parser<beast::http::string_body>> parser_;
+  State state_ = State::kDetecting;
+  bool keep_alive_ = false;
+  bool http10_ = false;
+  bool head_request_ = false;
+  bool open_counted_ = true;  // still counted in ServerCore::open()
+
+  std::string remote_;
+  std::optional<PeerCertificate> peer_;
+  Request request_;
+  Response response_;
+  std::string head_;  // serialized status line and headers, reused
+
+  // Streaming (stream.cpp).
+  std::shared_ptr<ResponseStream> stream_;
+  std::shared_ptr<SinkImpl> sink_;
+  bool stream_head_sent_ = false;
+  bool stream_started_ = false;
+  bool stream_writing_ = false;
+  bool stream_stop_called_ = false;
+  bool stream_last_sent_ = false;
+  bool stream_shutdown_ = false;
+  size_t stream_payload_ = 0;  // chunk bytes in the write in flight
+  std::vector<std::string> stream_batch_;
+  std::vector<std::array<char, kChunkSizeMax>> chunk_sizes_;
+  std::vector<net::const_buffer> stream_buffers_;
+};
+
+}  // namespace vkube::http::detail

@@ -1,0 +1,121 @@
+// RocksDbBackend: the durable MVCC Backend (see key_codec.h for the layout).
+//
+// Writes: each mutation checks its precondition and takes the next revision
+// under write_mu_, then joins the current commit group. The first writer of a
+// group leads it: one synced WriteBatch for the whole group (group commit),
+// then the events are published to the watch hub in revision order, then
+// every member is acknowledged. Only one group is in flight at a time, so the
+// WAL, the "latest" column family and the event stream all follow revision
+// order. pending_ lets a writer see the not-yet-committed state of a key that
+// an earlier member of the group changed.
+#pragma once
+
+#include <rocksdb/db.h>
+#include <rocksdb/write_batch.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "record.pb.h"
+#include "vkube/storage/rocksdb_backend.h"
+#include "watch_hub.h"
+
+namespace vkube::storage {
+
+// The open RocksDB instance. Shared with watchers that replay history, which
+// may outlive the backend: they take `mu` shared and find `db` null once closed.
+struct DbHandle {
+  std::shared_mutex mu;
+  rocksdb::DB* db = nullptr;
+  rocksdb::ColumnFamilyHandle* meta = nullptr;
+  rocksdb::ColumnFamilyHandle* latest = nullptr;
+  rocksdb::ColumnFamilyHandle* history = nullptr;
+  rocksdb::ColumnFamilyHandle* log = nullptr;
+  std::vector<rocksdb::ColumnFamilyHandle*> all;
+
+  // Flushes memtables (so the next open replays no WAL) and closes.
+  void close();
+};
+
+// The column-family names, in the order DbHandle::all holds them.
+const std::vector<std::string>& column_family_names();
+rocksdb::Options base_options(const RocksDbOptions& o);
+rocksdb::ColumnFamilyOptions family_options(const std::string& name, const RocksDbOptions& o);
+// Maps a RocksDB status to ours, naming the store path in the message.
+Status from_rocksdb(const rocksdb::Status& s, const std::string& what);
+
+// Rebuilds the events in (after, until] under `prefix` from the event log, at
+// most `max`; *next is the revision after the last examined. kExpired when
+// compaction removed part of the range, kCancelled once the store closed.
+Status read_log(DbHandle& h, const std::string& prefix, Revision after, Revision until,
+                size_t max, std::vector<EventPtr>* out, Revision* next);
+
+class RocksDbBackend final : public Backend {
+ public:
+  RocksDbBackend(RocksDbOptions options, std::shared_ptr<DbHandle> handle, Revision current,
+                 Revision compacted);
+  ~RocksDbBackend() override;
+
+  Result<KeyValue> create(std::string_view key, std::string_view value) override;
+  Result<KeyValue> update(std::string_view key, std::string_view value,
+                          Revision expected_mod_revision) override;
+  Result<KeyValue> remove(std::string_view key, Revision expected_mod_revision) override;
+  Result<KeyValue> get(std::string_view key, Revision revision) override;
+  Result<ListResult> list(const ListOptions& options) override;
+  Result<int64_t> count(std::string_view prefix) override;
+  Result<std::unique_ptr<Watch>> watch(std::string_view prefix, Revision after) override;
+  Status compact(Revision revision) override;
+  Revision current_revision() const override { return committed_.load(); }
+  Revision compacted_revision() const override { return compacted_.load(); }
+
+  // Consistent copy into a new store at out_dir (backup.cpp).
+  Result<Revision> backup_to(const std::string& out_dir);
+
+ private:
+  enum class Op { kCreate, kUpdate, kDelete };
+  struct Waiter;
+  struct Pending {
+    Revision rev;
+    std::optional<pb::Record> record;  // nullopt: deleted
+  };
+
+  Result<KeyValue> mutate(Op op, std::string_view key, std::string_view value,
+                          Revision expected);
+  // Reads the current (possibly pending) state of key. Caller holds write_mu_.
+  Result<std::optional<pb::Record>> current_state(const std::string& key);
+  // Commits the current group; caller holds write_mu_ via `lock` and leads.
+  void lead_group(std::unique_lock<std::mutex>& lock);
+
+  Result<KeyValue> get_at(std::string_view key, Revision revision);
+  Status check_revision(Revision revision) const;
+  Status compact_history(Revision revision);
+
+  const RocksDbOptions options_;
+  std::shared_ptr<DbHandle> h_;
+  rocksdb::WriteOptions write_options_;
+  WatchHub hub_;
+
+  std::atomic<Revision> committed_;
+  std::atomic<Revision> compacted_;
+  std::mutex compact_mu_;
+
+  // Commit-group state, all guarded by write_mu_.
+  std::mutex write_mu_;
+  Revision assigned_ = 0;
+  bool leading_ = false;
+  std::condition_variable idle_cv_;  // signalled when a group finishes
+  Status write_error_;  // set after a failed commit: the store refuses writes
+  std::unique_ptr<rocksdb::WriteBatch> batch_;
+  std::vector<EventPtr> group_events_;
+  std::vector<Waiter*> group_waiters_;
+  std::unordered_map<std::string, Pending> pending_;
+};
+
+}  // namespace vkube::storage

@@ -1,0 +1,209 @@
+// Opening and closing the RocksDB store, and its tuning.
+#include <rocksdb/cache.h>
+#include <rocksdb/filter_policy.h>
+#include <rocksdb/table.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <system_error>
+
+#include "key_codec.h"
+#include "rocksdb_backend.h"
+#include "vkube/common/log.h"
+
+namespace vkube::storage {
+
+namespace fs = std::filesystem;
+
+const std::vector<std::string>& column_family_names() {
+  static const std::vector<std::string> kNames = {rocksdb::kDefaultColumnFamilyName, "latest",
+                                                  "history", "log"};
+  return kNames;
+}
+
+rocksdb::Options base_options(const RocksDbOptions& o) {
+  rocksdb::Options opts;
+  opts.create_if_missing = o.create_if_missing;
+  opts.create_missing_column_families = o.create_if_missing;
+  opts.max_background_jobs = 2;
+  opts.bytes_per_sync = 1 << 20;
+  // Bound the WAL a crash leaves to replay, so a restart stays fast.
+  opts.max_total_wal_size = 64u << 20;
+  opts.keep_log_file_num = 3;
+  opts.max_log_file_size = 4u << 20;
+  opts.skip_stats_update_on_db_open = true;
+  opts.avoid_unnecessary_blocking_io = true;
+  return opts;
+}
+
+rocksdb::ColumnFamilyOptions family_options(const std::string& name, const RocksDbOptions& o) {
+  static std::shared_ptr<rocksdb::Cache> cache;  // shared by the stores of one process
+  static std::once_flag once;
+  std::call_once(once, [&] { cache = rocksdb::NewLRUCache(o.block_cache_bytes); });
+
+  rocksdb::ColumnFamilyOptions cf;
+  rocksdb::BlockBasedTableOptions table;
+  table.block_cache = cache;
+  table.cache_index_and_filter_blocks = true;
+  table.pin_l0_filter_and_index_blocks_in_cache = true;
+  table.format_version = 5;
+  if (name == "latest" || name == "history") {
+    table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+    cf.write_buffer_size = 16u << 20;
+  } else {
+    cf.write_buffer_size = 4u << 20;
+  }
+  cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  cf.compression = rocksdb::kNoCompression;
+  cf.level_compaction_dynamic_level_bytes = true;
+  return cf;
+}
+
+Status from_rocksdb(const rocksdb::Status& s, const std::string& what) {
+  if (s.ok()) return Status::ok();
+  std::string msg = what + ": " + s.ToString();
+  if (s.IsIOError() && s.ToString().find("lock") != std::string::npos)
+    return Status::unavailable(what + ": the store is in use by another process (" +
+                               s.ToString() + ")");
+  if (s.IsCorruption()) return Status::corruption(msg);
+  if (s.IsInvalidArgument() || s.IsNotSupported()) return Status::invalid(msg);
+  if (s.IsNoSpace()) return Status::unavailable(msg);
+  return Status::internal(msg);
+}
+
+void DbHandle::close() {
+  std::unique_lock lock(mu);
+  if (db == nullptr) return;
+  rocksdb::FlushOptions fo;
+  fo.wait = true;
+  rocksdb::Status s = db->Flush(fo, all);
+  if (!s.ok()) VKUBE_LOG(warn, "flush on close failed", {"error", s.ToString()});
+  for (auto* cf : all) db->DestroyColumnFamilyHandle(cf);
+  all.clear();
+  s = db->Close();
+  if (!s.ok()) VKUBE_LOG(warn, "close failed", {"error", s.ToString()});
+  delete db;
+  db = nullptr;
+}
+
+namespace {
+
+Result<Revision> read_meta_revision(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta,
+                                    std::string_view key) {
+  std::string v;
+  rocksdb::Status s = db->Get(rocksdb::ReadOptions(), meta, key, &v);
+  if (s.IsNotFound()) return Revision{0};
+  if (!s.ok()) return from_rocksdb(s, "reading store metadata");
+  if (v.size() != 8) return Status::corruption("store metadata '" + std::string(key) + "' is damaged");
+  return static_cast<Revision>(codec::get_be64(v));
+}
+
+// Refuses directories that hold something other than a vkube store before
+// RocksDB would happily create a database among foreign files.
+Status check_directory(const RocksDbOptions& o, bool* fresh) {
+  std::error_code ec;
+  *fresh = !fs::exists(o.path / fs::path("CURRENT"), ec);
+  if (!*fresh) return Status::ok();
+  if (!o.create_if_missing) return Status::not_found("no store at " + o.path);
+  if (fs::exists(o.path, ec)) {
+    if (!fs::is_directory(o.path, ec)) return Status::invalid(o.path + " is not a directory");
+    for (const auto& entry : fs::directory_iterator(o.path, ec)) {
+      (void)entry;
+      return Status::invalid(o.path +
+                             " is not empty and holds no vkube store; refusing to create one there");
+    }
+  }
+  fs::create_directories(o.path, ec);
+  if (ec) return Status::unavailable("cannot create " + o.path + ": " + ec.message());
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Backend>> open_rocksdb(const RocksDbOptions& options) {
+  bool fresh = false;
+  VKUBE_RETURN_IF_ERROR(check_directory(options, &fresh));
+
+  rocksdb::Options opts = base_options(options);
+  if (!fresh) {
+    // Every family on disk must be one of ours: anything else is not our format.
+    std::vector<std::string> existing;
+    rocksdb::Status s = rocksdb::DB::ListColumnFamilies(opts, options.path, &existing);
+    if (!s.ok()) return from_rocksdb(s, "opening store " + options.path);
+    for (const auto& name : existing) {
+      if (std::find(column_family_names().begin(), column_family_names().end(), name) ==
+          column_family_names().end())
+        return Status::invalid("store " + options.path + " has unknown column family '" + name +
+                               "': not a vkube store, or a newer format");
+    }
+  }
+
+  std::vector<rocksdb::ColumnFamilyDescriptor> cfs;
+  for (const auto& name : column_family_names())
+    cfs.emplace_back(name, family_options(name, options));
+
+  auto h = std::make_shared<DbHandle>();
+  rocksdb::Status s = rocksdb::DB::Open(opts, options.path, cfs, &h->all, &h->db);
+  if (!s.ok()) return from_rocksdb(s, "opening store " + options.path);
+  h->meta = h->all[0];
+  h->latest = h->all[1];
+  h->history = h->all[2];
+  h->log = h->all[3];
+
+  std::string format;
+  s = h->db->Get(rocksdb::ReadOptions(), h->meta, codec::kMetaFormat, &format);
+  if (s.IsNotFound()) {
+    if (!fresh) {
+      h->close();
+      return Status::invalid("store " + options.path + " has no format marker: not a vkube store");
+    }
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    s = h->db->Put(wo, h->meta, codec::kMetaFormat, codec::kFormatVersion);
+  } else if (s.ok() && format != codec::kFormatVersion) {
+    h->close();
+    return Status::invalid("store " + options.path + " has format '" + format + "', expected '" +
+                           std::string(codec::kFormatVersion) + "'");
+  }
+  if (!s.ok()) {
+    h->close();
+    return from_rocksdb(s, "opening store " + options.path);
+  }
+
+  auto current = read_meta_revision(h->db, h->meta, codec::kMetaRevision);
+  auto compacted = read_meta_revision(h->db, h->meta, codec::kMetaCompacted);
+  if (!current.is_ok() || !compacted.is_ok()) {
+    h->close();
+    return !current.is_ok() ? current.status() : compacted.status();
+  }
+  VKUBE_LOG(debug, "store opened", {"path", options.path}, {"revision", *current},
+            {"compacted", *compacted});
+  return std::unique_ptr<Backend>(
+      std::make_unique<RocksDbBackend>(options, std::move(h), *current, *compacted));
+}
+
+RocksDbBackend::RocksDbBackend(RocksDbOptions options, std::shared_ptr<DbHandle> handle,
+                               Revision current, Revision compacted)
+    : options_(std::move(options)),
+      h_(std::move(handle)),
+      hub_(options_.watch_history_events, options_.watch_buffer_events),
+      committed_(current),
+      compacted_(compacted),
+      assigned_(current),
+      batch_(std::make_unique<rocksdb::WriteBatch>()) {
+  write_options_.sync = options_.sync;
+  hub_.reset(current);
+}
+
+RocksDbBackend::~RocksDbBackend() {
+  {
+    // Wait for an in-flight commit group; later writers fail fast.
+    std::unique_lock lock(write_mu_);
+    write_error_ = Status::unavailable("store is closed");
+    idle_cv_.wait(lock, [&] { return !leading_; });
+  }
+  hub_.close();
+  h_->close();
+}
+
+}  // namespace vkube::storage

@@ -1,0 +1,178 @@
+// The write path: preconditions, revision assignment and group commit.
+#include "key_codec.h"
+#include "rocksdb_backend.h"
+#include "vkube/common/log.h"
+
+namespace vkube::storage {
+
+struct RocksDbBackend::Waiter {
+  std::condition_variable cv;
+  bool done = false;
+  bool lead = false;  // handed the leadership of the next group
+  Status status;
+};
+
+namespace {
+
+Status validate(std::string_view key, std::string_view value) {
+  if (key.empty()) return Status::invalid("key must not be empty");
+  if (key.find('\0') != std::string_view::npos) return Status::invalid("key must not contain NUL bytes");
+  if (value.size() > kMaxValueBytes)
+    return Status::too_large("value of " + std::to_string(value.size()) +
+                             " bytes exceeds the limit of " + std::to_string(kMaxValueBytes) +
+                             " bytes");
+  return Status::ok();
+}
+
+KeyValue to_kv(std::string_view key, const pb::Record& r) {
+  return KeyValue{std::string(key), r.value(), r.create_revision(), r.mod_revision(), r.version()};
+}
+
+}  // namespace
+
+Result<KeyValue> RocksDbBackend::create(std::string_view key, std::string_view value) {
+  return mutate(Op::kCreate, key, value, 0);
+}
+
+Result<KeyValue> RocksDbBackend::update(std::string_view key, std::string_view value,
+                                        Revision expected) {
+  return mutate(Op::kUpdate, key, value, expected);
+}
+
+Result<KeyValue> RocksDbBackend::remove(std::string_view key, Revision expected) {
+  return mutate(Op::kDelete, key, {}, expected);
+}
+
+Result<std::optional<pb::Record>> RocksDbBackend::current_state(const std::string& key) {
+  if (auto it = pending_.find(key); it != pending_.end()) return it->second.record;
+  std::string raw;
+  rocksdb::Status s = h_->db->Get(rocksdb::ReadOptions(), h_->latest, key, &raw);
+  if (s.IsNotFound()) return std::optional<pb::Record>();
+  if (!s.ok()) return from_rocksdb(s, "reading " + key);
+  pb::Record r;
+  if (!r.ParseFromString(raw)) return Status::corruption("stored record of " + key + " is damaged");
+  return std::optional<pb::Record>(std::move(r));
+}
+
+Result<KeyValue> RocksDbBackend::mutate(Op op, std::string_view key_view, std::string_view value,
+                                        Revision expected) {
+  VKUBE_RETURN_IF_ERROR(validate(key_view, value));
+  std::string key(key_view);
+
+  std::unique_lock lock(write_mu_);
+  if (!write_error_.is_ok()) return write_error_;
+  auto cur = current_state(key);
+  if (!cur.is_ok()) return cur.status();
+  const std::optional<pb::Record>& prev = *cur;
+
+  if (op == Op::kCreate && prev) return Status::already_exists("key " + key + " already exists");
+  if (op != Op::kCreate) {
+    if (!prev) return Status::not_found("key " + key + " not found");
+    if (expected != 0 && prev->mod_revision() != expected)
+      return Status::conflict("key " + key + " was modified at revision " +
+                              std::to_string(prev->mod_revision()) + ", expected revision " +
+                              std::to_string(expected));
+  }
+
+  const Revision rev = ++assigned_;
+  auto event = std::make_shared<Event>();
+  pb::LogEntry entry;
+  entry.set_key(key);
+  entry.set_prev_mod_revision(prev ? prev->mod_revision() : 0);
+  if (prev) event->prev_kv = to_kv(key, *prev);
+
+  KeyValue result;
+  std::optional<pb::Record> next;
+  if (op == Op::kDelete) {
+    pb::Record tombstone;
+    tombstone.set_mod_revision(rev);
+    tombstone.set_deleted(true);
+    entry.set_deleted(true);
+    batch_->Delete(h_->latest, key);
+    batch_->Put(h_->history, codec::history_key(key, rev), tombstone.SerializeAsString());
+    event->type = EventType::kDelete;
+    event->kv = KeyValue{key, {}, 0, rev, 0};
+    result = to_kv(key, *prev);
+    result.mod_revision = rev;
+  } else {
+    pb::Record r;
+    r.set_value(value.data(), value.size());
+    r.set_create_revision(prev ? prev->create_revision() : rev);
+    r.set_mod_revision(rev);
+    r.set_version(prev ? prev->version() + 1 : 1);
+    std::string encoded = r.SerializeAsString();
+    batch_->Put(h_->latest, key, encoded);
+    batch_->Put(h_->history, codec::history_key(key, rev), encoded);
+    event->type = EventType::kPut;
+    event->kv = to_kv(key, r);
+    result = event->kv;
+    next = std::move(r);
+  }
+  batch_->Put(h_->log, codec::be64(rev), entry.SerializeAsString());
+  pending_[key] = Pending{rev, std::move(next)};
+  group_events_.push_back(std::move(event));
+
+  Waiter self;
+  group_waiters_.push_back(&self);
+  if (leading_) {
+    self.cv.wait(lock, [&] { return self.done || self.lead; });
+    if (self.done) {
+      if (!self.status.is_ok()) return self.status;
+      return result;
+    }
+  }
+  leading_ = true;
+  lead_group(lock);
+  if (!self.status.is_ok()) return self.status;
+  return result;
+}
+
+void RocksDbBackend::lead_group(std::unique_lock<std::mutex>& lock) {
+  auto batch = std::exchange(batch_, std::make_unique<rocksdb::WriteBatch>());
+  auto events = std::exchange(group_events_, {});
+  auto waiters = std::exchange(group_waiters_, {});
+  const Revision last = events.back()->kv.mod_revision;
+
+  Status status = write_error_;
+  if (status.is_ok()) {
+    batch->Put(h_->meta, codec::kMetaRevision, codec::be64(last));
+    lock.unlock();
+    rocksdb::Status s = h_->db->Write(write_options_, batch.get());
+    status = from_rocksdb(s, "committing revision " + std::to_string(last));
+    // Watchers hear of the group only now that it is durable, and in order:
+    // no other group commits until this leader hands over.
+    if (status.is_ok()) {
+      committed_.store(last);
+      hub_.publish(events);
+    }
+    lock.lock();
+  }
+
+  for (const EventPtr& e : events) {
+    auto it = pending_.find(e->kv.key);
+    if (it != pending_.end() && it->second.rev <= last) pending_.erase(it);
+  }
+  if (!status.is_ok() && write_error_.is_ok()) {
+    // A failed synced write leaves the store's durable state unknown beyond
+    // `committed_`; refuse further writes rather than guess.
+    VKUBE_LOG(error, "commit failed; the store refuses writes until reopened",
+              {"error", status.message()});
+    write_error_ = status;
+  }
+  for (Waiter* w : waiters) {
+    w->status = status;
+    w->done = true;
+    w->cv.notify_one();
+  }
+  leading_ = false;
+  if (!group_waiters_.empty()) {
+    // Writers queued while we were committing: the first leads their group.
+    leading_ = true;
+    group_waiters_.front()->lead = true;
+    group_waiters_.front()->cv.notify_one();
+  } else {
+    idle_cv_.notify_all();
+  }
+}
+
+}  // namespace vkube::storage

@@ -1,0 +1,143 @@
+#include "vkube/storage/watch_cache.h"
+
+#include <charconv>
+#include <map>
+#include <mutex>
+#include <shared_mutex>
+
+#include "key_codec.h"
+
+namespace vkube::storage {
+
+namespace {
+
+class WatchCache final : public Backend {
+ public:
+  explicit WatchCache(Backend& inner) : inner_(inner) {}
+
+  ~WatchCache() override {
+    if (watch_) watch_->cancel();
+  }
+
+  Status init() {
+    ListOptions all;
+    auto listed = inner_.list(all);
+    if (!listed.is_ok()) return listed.status();
+    {
+      std::unique_lock lock(mu_);
+      for (auto& kv : listed->items) items_.emplace(kv.key, std::move(kv));
+      rev_ = listed->revision;
+    }
+    auto w = inner_.watch("", listed->revision);
+    if (!w.is_ok()) return w.status();
+    watch_ = std::move(w).value();
+    // Runs on the committing writer's thread before it is acknowledged.
+    watch_->set_notifier([this] { apply_pending(); });
+    apply_pending();
+    return Status::ok();
+  }
+
+  Result<KeyValue> create(std::string_view key, std::string_view value) override {
+    return inner_.create(key, value);
+  }
+  Result<KeyValue> update(std::string_view key, std::string_view value, Revision expected) override {
+    return inner_.update(key, value, expected);
+  }
+  Result<KeyValue> remove(std::string_view key, Revision expected) override {
+    return inner_.remove(key, expected);
+  }
+
+  Result<KeyValue> get(std::string_view key, Revision revision) override {
+    if (revision != 0) return inner_.get(key, revision);
+    std::shared_lock lock(mu_);
+    VKUBE_RETURN_IF_ERROR(failed_);
+    auto it = items_.find(std::string(key));
+    if (it == items_.end()) return Status::not_found("key " + std::string(key) + " not found");
+    return it->second;
+  }
+
+  Result<ListResult> list(const ListOptions& o) override {
+    std::string start = o.prefix;
+    Revision rev = o.revision;
+    if (!o.continue_token.empty()) {
+      // "<revision>:<next key>", the format every backend shares.
+      auto colon = o.continue_token.find(':');
+      if (colon == std::string::npos) return inner_.list(o);
+      std::from_chars(o.continue_token.data(), o.continue_token.data() + colon, rev);
+      start = o.continue_token.substr(colon + 1);
+    }
+    std::shared_lock lock(mu_);
+    VKUBE_RETURN_IF_ERROR(failed_);
+    // Only the latest state is in memory; older pages come from storage.
+    if (rev != 0 && rev != rev_) {
+      lock.unlock();
+      return inner_.list(o);
+    }
+    if (!o.continue_token.empty() && !start.starts_with(o.prefix))
+      return Status::bad_request("continue token does not belong to this list");
+    ListResult out;
+    out.revision = rev_;
+    const size_t limit = o.limit > 0 ? static_cast<size_t>(o.limit) : SIZE_MAX;
+    for (auto it = items_.lower_bound(start); it != items_.end(); ++it) {
+      if (!std::string_view(it->first).starts_with(o.prefix)) break;
+      if (out.items.size() == limit) {
+        out.continue_token = std::to_string(rev_) + ":" + it->first;
+        break;
+      }
+      KeyValue kv = it->second;
+      if (o.keys_only) kv.value.clear();
+      out.items.push_back(std::move(kv));
+    }
+    return out;
+  }
+
+  Result<int64_t> count(std::string_view prefix) override {
+    std::shared_lock lock(mu_);
+    VKUBE_RETURN_IF_ERROR(failed_);
+    int64_t n = 0;
+    for (auto it = items_.lower_bound(std::string(prefix));
+         it != items_.end() && std::string_view(it->first).starts_with(prefix); ++it)
+      ++n;
+    return n;
+  }
+
+  Result<std::unique_ptr<Watch>> watch(std::string_view prefix, Revision after) override {
+    return inner_.watch(prefix, after);
+  }
+  Status compact(Revision revision) override { return inner_.compact(revision); }
+  Revision current_revision() const override { return inner_.current_revision(); }
+  Revision compacted_revision() const override { return inner_.compacted_revision(); }
+
+ private:
+  void apply_pending() {
+    std::vector<EventPtr> events;
+    Status s = watch_->poll(&events, std::chrono::milliseconds(0));
+    std::unique_lock lock(mu_);
+    for (const EventPtr& e : events) {
+      if (e->type == EventType::kPut) items_[e->kv.key] = e->kv;
+      else items_.erase(e->kv.key);
+      rev_ = e->kv.mod_revision;
+    }
+    // Cancelled means the store is closing; anything else (a bug, since the
+    // notifier never lets the buffer fill) makes reads fail loudly.
+    if (!s.is_ok() && s.code() != Code::kCancelled)
+      failed_ = Status::unavailable("watch cache lost its watch: " + s.message());
+  }
+
+  Backend& inner_;
+  std::unique_ptr<Watch> watch_;
+  mutable std::shared_mutex mu_;
+  std::map<std::string, KeyValue, std::less<>> items_;
+  Revision rev_ = 0;
+  Status failed_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Backend>> make_watch_cache(Backend& inner) {
+  auto cache = std::make_unique<WatchCache>(inner);
+  VKUBE_RETURN_IF_ERROR(cache->init());
+  return std::unique_ptr<Backend>(std::move(cache));
+}
+
+}  // namespace vkube::storage

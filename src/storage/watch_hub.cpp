@@ -1,0 +1,221 @@
+#include "watch_hub.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+namespace vkube::storage {
+
+namespace {
+class HubWatcher;
+}  // namespace
+
+struct WatchHub::Core {
+  size_t history_limit;
+  size_t buffer_limit;
+  mutable std::mutex mu;
+  Revision last = 0;
+  bool closed = false;
+  std::deque<EventPtr> recent;               // contiguous revisions, oldest first
+  std::unordered_set<HubWatcher*> watchers;  // registered, live or catching up
+};
+
+namespace {
+
+class HubWatcher final : public Watch {
+ public:
+  HubWatcher(std::shared_ptr<WatchHub::Core> core, std::string prefix, Revision after)
+      : core_(std::move(core)), prefix_(std::move(prefix)), after_(after) {}
+
+  ~HubWatcher() override {
+    std::lock_guard hub_lock(core_->mu);
+    core_->watchers.erase(this);
+  }
+
+  const std::string& prefix() const { return prefix_; }
+
+  bool matches(const Event& e) const {
+    return e.kv.mod_revision > after_ && std::string_view(e.kv.key).starts_with(prefix_);
+  }
+
+  // Events in (from, until] must be read from durable history first.
+  void set_replay(HistoryReader reader, Revision from, Revision until) {
+    reader_ = std::move(reader);
+    replay_next_ = from;
+    replay_until_ = until;
+  }
+
+  // Called with the hub lock held. Returns true when the notifier should run.
+  bool push(const EventPtr& e, size_t limit) {
+    std::lock_guard lock(mu_);
+    if (!end_.is_ok()) return false;
+    if (queue_.size() >= limit) {
+      queue_.clear();
+      end_ = Status::expired("watcher fell more than " + std::to_string(limit) +
+                             " events behind and was ended; re-list and watch again");
+    } else {
+      queue_.push_back(e);
+    }
+    cv_.notify_one();
+    return true;
+  }
+
+  void end(Status why) {
+    std::function<void()> notify;
+    {
+      std::lock_guard lock(mu_);
+      if (!end_.is_ok()) return;
+      end_ = std::move(why);
+      notify = notify_;
+      cv_.notify_all();
+    }
+    if (notify) notify();
+  }
+
+  void notify() {
+    std::function<void()> fn;
+    {
+      std::lock_guard lock(mu_);
+      fn = notify_;
+    }
+    if (fn) fn();
+  }
+
+  Status poll(std::vector<EventPtr>* out, std::chrono::milliseconds wait) override {
+    if (reader_) {
+      // Catching up from durable history; live events wait in the queue.
+      std::unique_lock lock(mu_);
+      if (!end_.is_ok() && queue_.empty()) return end_;
+      lock.unlock();
+      Revision next = replay_next_;
+      Status s = reader_(prefix_, replay_next_, replay_until_, 1000, out, &next);
+      if (!s.is_ok()) {
+        end(s);
+        return s;
+      }
+      replay_next_ = next;
+      if (replay_next_ >= replay_until_) reader_ = nullptr;
+      if (!out->empty() || reader_) return Status::ok();
+    }
+    std::unique_lock lock(mu_);
+    if (queue_.empty() && end_.is_ok() && wait.count() > 0) {
+      cv_.wait_for(lock, wait, [&] { return !queue_.empty() || !end_.is_ok(); });
+    }
+    if (!queue_.empty()) {
+      out->insert(out->end(), std::make_move_iterator(queue_.begin()),
+                  std::make_move_iterator(queue_.end()));
+      queue_.clear();
+      return Status::ok();
+    }
+    return end_;
+  }
+
+  void set_notifier(std::function<void()> notify) override {
+    bool pending;
+    {
+      std::lock_guard lock(mu_);
+      notify_ = std::move(notify);
+      pending = !queue_.empty() || !end_.is_ok() || reader_ != nullptr;
+    }
+    // Events may have arrived before the notifier was set: tell at once.
+    if (pending && notify_) notify_();
+  }
+
+  void cancel() override {
+    {
+      std::lock_guard hub_lock(core_->mu);
+      core_->watchers.erase(this);
+    }
+    end(Status::cancelled("watch cancelled"));
+  }
+
+ private:
+  std::shared_ptr<WatchHub::Core> core_;
+  const std::string prefix_;
+  const Revision after_;
+
+  // Durable-history replay state; touched only by the polling thread.
+  HistoryReader reader_;
+  Revision replay_next_ = 0;
+  Revision replay_until_ = 0;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<EventPtr> queue_;
+  Status end_;  // OK while live
+  std::function<void()> notify_;
+};
+
+}  // namespace
+
+WatchHub::WatchHub(size_t history_events, size_t buffer_events)
+    : core_(std::make_shared<Core>()) {
+  core_->history_limit = history_events;
+  core_->buffer_limit = std::max<size_t>(buffer_events, 1);
+}
+
+WatchHub::~WatchHub() { close(); }
+
+void WatchHub::reset(Revision last_revision) {
+  std::lock_guard lock(core_->mu);
+  core_->last = last_revision;
+  core_->recent.clear();
+}
+
+void WatchHub::publish(const std::vector<EventPtr>& events) {
+  if (events.empty()) return;
+  std::lock_guard lock(core_->mu);
+  for (const EventPtr& e : events) {
+    core_->recent.push_back(e);
+    if (core_->recent.size() > core_->history_limit) core_->recent.pop_front();
+  }
+  core_->last = events.back()->kv.mod_revision;
+  for (HubWatcher* w : core_->watchers) {
+    bool touched = false;
+    for (const EventPtr& e : events) {
+      if (w->matches(*e)) touched |= w->push(e, core_->buffer_limit);
+    }
+    if (touched) w->notify();
+  }
+}
+
+std::unique_ptr<Watch> WatchHub::subscribe(std::string prefix, Revision after,
+                                           HistoryReader reader) {
+  std::lock_guard lock(core_->mu);
+  if (after == 0) after = core_->last;
+  auto w = std::make_unique<HubWatcher>(core_, std::move(prefix), after);
+  if (core_->closed) {
+    w->end(Status::cancelled("store is closed"));
+    return w;
+  }
+  if (after < core_->last) {
+    Revision oldest = core_->recent.empty() ? core_->last + 1 : core_->recent.front()->kv.mod_revision;
+    if (after + 1 >= oldest) {
+      for (const EventPtr& e : core_->recent)
+        if (w->matches(*e)) w->push(e, core_->buffer_limit);
+    } else {
+      w->set_replay(std::move(reader), after, core_->last);
+    }
+  }
+  core_->watchers.insert(w.get());
+  return w;
+}
+
+void WatchHub::close() {
+  std::unordered_set<HubWatcher*> watchers;
+  {
+    std::lock_guard lock(core_->mu);
+    core_->closed = true;
+    watchers.swap(core_->watchers);
+    // Held while ending them: a watcher's destructor takes this lock, so
+    // none is freed under us. Notifiers are quick by contract (as in publish).
+    for (HubWatcher* w : watchers) w->end(Status::cancelled("store is closed"));
+  }
+}
+
+size_t WatchHub::watcher_count() const {
+  std::lock_guard lock(core_->mu);
+  return core_->watchers.size();
+}
+
+}  // namespace vkube::storage
