@@ -37,19 +37,24 @@ rocksdb::Options base_options(const RocksDbOptions& o) {
 }
 
 rocksdb::ColumnFamilyOptions family_options(const std::string& name, const RocksDbOptions& o) {
-  static std::shared_ptr<rocksdb::Cache> cache;  // shared by the stores of one process
+  // One block cache per process (all tenants of a process share it), sized
+  // by the first store opened; 16 shards keep each shard large enough.
+  static std::shared_ptr<rocksdb::Cache> cache;
   static std::once_flag once;
-  std::call_once(once, [&] { cache = rocksdb::NewLRUCache(o.block_cache_bytes); });
+  std::call_once(once, [&] { cache = rocksdb::NewLRUCache(o.block_cache_bytes, 4); });
 
   rocksdb::ColumnFamilyOptions cf;
   rocksdb::BlockBasedTableOptions table;
   table.block_cache = cache;
-  table.cache_index_and_filter_blocks = true;
-  table.pin_l0_filter_and_index_blocks_in_cache = true;
+  // Index and filter blocks stay in the table readers rather than competing
+  // with data blocks for the cache: with them in the cache, a large SST's
+  // index did not fit a cache shard and every get re-read it.
+  table.cache_index_and_filter_blocks = false;
   table.format_version = 5;
   if (name == "latest" || name == "history") {
     table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
     cf.write_buffer_size = 16u << 20;
+    cf.target_file_size_base = 16u << 20;
   } else {
     cf.write_buffer_size = 4u << 20;
   }

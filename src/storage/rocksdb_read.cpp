@@ -121,13 +121,14 @@ Result<ListResult> RocksDbBackend::list(const ListOptions& o) {
     rocksdb::Slice upper(end);
     if (!end.empty()) ro.iterate_upper_bound = &upper;
     std::unique_ptr<rocksdb::Iterator> it(h_->db->NewIterator(ro, h_->latest));
+    pb::Record r;  // reused: a fresh message per item costs more than the parse
     for (it->Seek(start); it->Valid(); it->Next()) {
       std::string_view key = view(it->key());
       if (out.items.size() == limit) {
         out.continue_token = make_token(rev, key);
         break;
       }
-      pb::Record r;
+      r.Clear();
       VKUBE_RETURN_IF_ERROR(parse_record(view(it->value()), key, &r));
       out.items.push_back(to_kv(key, std::move(r), o.keys_only));
     }
@@ -141,6 +142,7 @@ Result<ListResult> RocksDbBackend::list(const ListOptions& o) {
   if (!hist_end.empty()) ro.iterate_upper_bound = &upper;
   std::unique_ptr<rocksdb::Iterator> it(h_->db->NewIterator(ro, h_->history));
   it->Seek(codec::history_key(start, rev));
+  pb::Record r;
   while (it->Valid()) {
     std::string key(codec::history_user_key(view(it->key())));
     if (codec::history_revision(view(it->key())) > rev) {
@@ -148,7 +150,7 @@ Result<ListResult> RocksDbBackend::list(const ListOptions& o) {
       if (!it->Valid()) break;
       if (codec::history_user_key(view(it->key())) != key) continue;
     }
-    pb::Record r;
+    r.Clear();
     VKUBE_RETURN_IF_ERROR(parse_record(view(it->value()), key, &r));
     if (!r.deleted()) {
       if (out.items.size() == limit) {
