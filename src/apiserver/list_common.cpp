@@ -68,12 +68,15 @@ ListQuery ListQuery::from_context(Context& c, bool paged) {
   return q;
 }
 
-bool matches(const Context& c, const ListQuery& q, const json& obj) {
-  (void)c;
+bool matches(const ListQuery& q, const json& obj) {
   if (!q.labels.empty()) {
-    const json& meta = obj["metadata"];
-    auto it = meta.find("labels");
-    if (!q.labels.matches(it == meta.end() ? json() : *it)) return false;
+    auto meta = obj.find("metadata");
+    const json* labels = nullptr;
+    if (meta != obj.end() && meta->is_object()) {
+      auto it = meta->find("labels");
+      if (it != meta->end()) labels = &*it;
+    }
+    if (!q.labels.matches(labels ? *labels : json())) return false;
   }
   if (!q.fields.empty()) {
     return q.fields.matches([&](std::string_view f) { return field_value(obj, f); });
@@ -127,7 +130,7 @@ Result<ListOutput> list_objects(Context& c, const ListQuery& q) {
     for (const auto& kv : page->items) {
       auto obj = decode_stored(kv);
       if (!obj.is_ok()) return obj.status();
-      if (!filtering || matches(c, q, *obj)) out.items.push_back(std::move(obj).value());
+      if (!filtering || matches(q, *obj)) out.items.push_back(std::move(obj).value());
     }
     if (page->continue_token.empty()) break;
     o.continue_token = page->continue_token;

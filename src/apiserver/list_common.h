@@ -33,7 +33,7 @@ struct ListOutput {
 Result<ListOutput> list_objects(Context& c, const ListQuery& q);
 
 // Whether obj matches the query's selectors (the watch filter too).
-bool matches(const Context& c, const ListQuery& q, const json& obj);
+bool matches(const ListQuery& q, const json& obj);
 
 // Checks that every field the selector names can be selected on this kind.
 Status check_field_selector(const api::Resource& r, const api::FieldSelector& f);

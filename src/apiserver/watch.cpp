@@ -239,34 +239,7 @@ std::string WatchDispatcher::encode(const WatchSpec& spec, const storage::Event&
     (*o)["metadata"]["resourceVersion"] = std::to_string(rv);
     return std::move(o).value();
   };
-  // The selector checks need no Context: build a minimal one-off matcher.
-  auto match = [&](const json& obj) {
-    if (!spec.query.labels.empty()) {
-      const json& meta = obj["metadata"];
-      auto it = meta.find("labels");
-      if (!spec.query.labels.matches(it == meta.end() ? json() : *it)) return false;
-    }
-    return spec.query.fields.empty() ||
-           spec.query.fields.matches([&](std::string_view f) -> std::optional<std::string> {
-             if (f == "metadata.name") return str_at(obj["metadata"], "name");
-             if (f == "metadata.namespace") return str_at(obj["metadata"], "namespace");
-             const json* cur = &obj;
-             size_t start = 0;
-             std::string path(f == "source" ? std::string_view("source.component") : f);
-             while (true) {
-               size_t dot = path.find('.', start);
-               std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-               if (!cur->is_object() || !cur->contains(part)) return std::string();
-               cur = &(*cur)[part];
-               if (dot == std::string::npos) break;
-               start = dot + 1;
-             }
-             if (cur->is_string()) return cur->get<std::string>();
-             if (cur->is_boolean()) return cur->get<bool>() ? "true" : "false";
-             if (cur->is_number()) return cur->dump();
-             return std::string();
-           });
-  };
+  auto match = [&](const json& obj) { return matches(spec.query, obj); };
 
   if (e.type == storage::EventType::kDelete) {
     if (!e.prev_kv) return {};

@@ -53,7 +53,7 @@ class TenantImpl final : public Tenant {
     }
     if (compactor_.joinable()) compactor_.join();
     if (namespaces_) namespaces_->stop();
-    api_->shutdown();
+    if (api_) api_->shutdown();
     if (server_) server_->shutdown(grace);
     namespaces_.reset();
     server_.reset();

@@ -111,14 +111,14 @@ class HubWatcher final : public Watch {
   }
 
   void set_notifier(std::function<void()> notify) override {
-    bool pending;
+    std::function<void()> fn;
     {
       std::lock_guard lock(mu_);
       notify_ = std::move(notify);
-      pending = !queue_.empty() || !end_.is_ok() || reader_ != nullptr;
+      if (!queue_.empty() || !end_.is_ok() || reader_ != nullptr) fn = notify_;
     }
     // Events may have arrived before the notifier was set: tell at once.
-    if (pending && notify_) notify_();
+    if (fn) fn();
   }
 
   void cancel() override {
