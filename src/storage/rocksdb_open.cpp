@@ -32,6 +32,7 @@ rocksdb::Options base_options(const RocksDbOptions& o) {
   opts.keep_log_file_num = 3;
   opts.max_log_file_size = 4u << 20;
   opts.skip_stats_update_on_db_open = true;
+  opts.skip_checking_sst_file_sizes_on_db_open = true;
   opts.avoid_unnecessary_blocking_io = true;
   return opts;
 }
@@ -130,25 +131,16 @@ Result<std::unique_ptr<Backend>> open_rocksdb(const RocksDbOptions& options) {
   VKUBE_RETURN_IF_ERROR(check_directory(options, &fresh));
 
   rocksdb::Options opts = base_options(options);
-  if (!fresh) {
-    // Every family on disk must be one of ours: anything else is not our format.
-    std::vector<std::string> existing;
-    rocksdb::Status s = rocksdb::DB::ListColumnFamilies(opts, options.path, &existing);
-    if (!s.ok()) return from_rocksdb(s, "opening store " + options.path);
-    for (const auto& name : existing) {
-      if (std::find(column_family_names().begin(), column_family_names().end(), name) ==
-          column_family_names().end())
-        return Status::invalid("store " + options.path + " has unknown column family '" + name +
-                               "': not a vkube store, or a newer format");
-    }
-  }
-
   std::vector<rocksdb::ColumnFamilyDescriptor> cfs;
   for (const auto& name : column_family_names())
     cfs.emplace_back(name, family_options(name, options));
 
   auto h = std::make_shared<DbHandle>();
   rocksdb::Status s = rocksdb::DB::Open(opts, options.path, cfs, &h->all, &h->db);
+  if (s.IsInvalidArgument() && s.ToString().find("Column families not opened") != std::string::npos)
+    return Status::invalid("store " + options.path +
+                           " has column families vkube does not know: not a vkube store, or a "
+                           "newer format (" + s.ToString() + ")");
   if (!s.ok()) return from_rocksdb(s, "opening store " + options.path);
   h->meta = h->all[0];
   h->latest = h->all[1];
