@@ -2,6 +2,8 @@
 // (Content-Length) responses. Streaming responses are in stream.cpp.
 #include "connection.h"
 
+#include <span>
+
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
@@ -31,9 +33,14 @@ std::string format_remote(const tcp::socket& socket) {
   error_code ec;
   tcp::endpoint ep = socket.remote_endpoint(ec);
   if (ec) return {};
-  std::string addr = ep.address().to_string();
-  if (ep.address().is_v6()) addr = "[" + addr + "]";
-  return addr + ":" + std::to_string(ep.port());
+  net::ip::address address = ep.address();
+  // A dual-stack listener sees IPv4 clients as ::ffff:a.b.c.d; show a.b.c.d.
+  if (address.is_v6() && address.to_v6().is_v4_mapped()) {
+    address = net::ip::make_address_v4(net::ip::v4_mapped, address.to_v6());
+  }
+  std::string text = address.to_string();
+  if (address.is_v6()) text = "[" + text + "]";
+  return text + ":" + std::to_string(ep.port());
 }
 
 // Absolute-form targets ("http://host/path?q") are allowed by HTTP/1.1.
@@ -54,60 +61,12 @@ bool is_protocol_error(const error_code& ec) {
 
 }  // namespace
 
-// ServerCore -------------------------------------------------------------------
-
-void ServerCore::add(const std::shared_ptr<Connection>& c) {
-  std::lock_guard lock(mu_);
-  conns_.emplace(c.get(), c);
-}
-
-void ServerCore::remove(Connection* c) {
-  std::lock_guard lock(mu_);
-  conns_.erase(c);
-}
-
-std::vector<std::shared_ptr<Connection>> ServerCore::connections() {
-  std::vector<std::shared_ptr<Connection>> out;
-  std::lock_guard lock(mu_);
-  out.reserve(conns_.size());
-  for (auto& [raw, weak] : conns_) {
-    if (auto c = weak.lock()) out.push_back(std::move(c));
-  }
-  return out;
-}
-
-// The counters are atomics so that requests do not take a lock; waking the
-// shutdown waiter takes it only once shutdown has begun, after the update.
-void ServerCore::connection_closed() {
-  open_.fetch_sub(1);
-  if (stopping) notify_waiter();
-}
-
-void ServerCore::handler_started() {
-  in_flight_.fetch_add(1);
-}
-
-void ServerCore::handler_finished() {
-  in_flight_.fetch_sub(1);
-  if (stopping) notify_waiter();
-}
-
-void ServerCore::notify_waiter() {
-  std::lock_guard lock(mu_);
-  cv_.notify_all();
-}
-
-bool ServerCore::wait_quiet(std::chrono::steady_clock::time_point deadline) {
-  std::unique_lock lock(mu_);
-  return cv_.wait_until(lock, deadline, [&] { return in_flight_.load() == 0 && open() == 0; });
-}
-
 // Connection: set-up ------------------------------------------------------------
 
 Connection::Connection(ServerCore& core, tcp::socket socket)
     : core_(core), executor_(socket.get_executor()), tcp_(std::move(socket)) {
   remote_ = format_remote(tcp_.socket());
-  core_.open_.fetch_add(1, std::memory_order_relaxed);
+  core_.connection_opened();
 }
 
 Connection::~Connection() {
@@ -117,10 +76,20 @@ Connection::~Connection() {
   core_.remove(this);
 }
 
+void Connection::arm(std::chrono::seconds timeout) {
+  // Only with no read or write pending: Beast applies a deadline to the
+  // operations started after it is set.
+  if (timeout.count() > 0) {
+    lowest().expires_after(timeout);
+  } else {
+    lowest().expires_never();
+  }
+}
+
 void Connection::start() {
   net::dispatch(executor_, [self = shared_from_this()] {
     if (self->state_ != State::kDetecting) return;
-    self->tcp_.expires_after(self->core_.options.read_timeout);
+    self->arm(self->core_.options.read_timeout);
     beast::async_detect_ssl(self->tcp_, self->buffer_,
                             beast::bind_front_handler(&Connection::on_detect, self));
   });
@@ -157,13 +126,13 @@ void Connection::on_handshake(error_code ec, size_t used) {
 void Connection::read_next() {
   if (core_.stopping) return close_gracefully();
   if (buffer_.size() > 0) {  // a pipelined request is already here
-    lowest().expires_after(core_.options.read_timeout);
+    arm(core_.options.read_timeout);
     return read_request();
   }
   // Wait for the first byte under the idle timeout; the request itself then
   // gets the read timeout.
   state_ = State::kIdle;
-  lowest().expires_after(core_.options.idle_timeout);
+  arm(core_.options.idle_timeout);
   with_stream([&](auto& s) {
     s.async_read_some(buffer_.prepare(kReadChunk),
                       beast::bind_front_handler(&Connection::on_idle_data, shared_from_this()));
@@ -174,7 +143,7 @@ void Connection::on_idle_data(error_code ec, size_t n) {
   if (state_ != State::kIdle) return;
   if (ec) return close_now();
   buffer_.commit(n);
-  lowest().expires_after(core_.options.read_timeout);
+  arm(core_.options.read_timeout);
   read_request();
 }
 
@@ -274,7 +243,7 @@ void Connection::dispatch() {
   parser_.reset();
 
   core_.handler_started();
-  net::post(core_.workers, [self = shared_from_this()] { self->run_handler(); });
+  net::post(*core_.workers, [self = shared_from_this()] { self->run_handler(); });
 }
 
 void Connection::run_handler() {
@@ -337,10 +306,17 @@ void Connection::write_response() {
   format_head(head_, response_.status, response_.headers, framing);
 
   state_ = State::kWriting;
-  lowest().expires_after(core_.options.read_timeout);  // also bounds a client that never reads
-  std::array<net::const_buffer, 2> buffers{net::buffer(head_), has_body && !head_request_
-                                                                   ? net::buffer(response_.body)
-                                                                   : net::const_buffer()};
+  arm(core_.options.read_timeout);  // also bounds a client that never reads
+  response_buffers_[0] = net::buffer(head_);
+  size_t count = 1;
+  if (has_body && !head_request_ && !response_.body.empty()) {
+    response_buffers_[count++] = net::buffer(response_.body);
+  }
+  // A span, not a std::array: Asio's two-buffer specialisation hands the
+  // stream an empty first buffer once the head is out, and Beast's
+  // flat_stream (inside ssl_stream) then writes zero bytes, which ends
+  // async_write early without an error.
+  std::span<const net::const_buffer> buffers(response_buffers_.data(), count);
   with_stream([&](auto& s) {
     net::async_write(s, buffers,
                      beast::bind_front_handler(&Connection::on_written, shared_from_this()));

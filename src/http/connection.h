@@ -43,24 +43,21 @@ class SinkImpl;
 // State shared by the server, its connections and the worker threads.
 class ServerCore {
  public:
-  ServerCore(ServerOptions options, Handler handler, std::unique_ptr<net::ssl::context> tls,
-             net::thread_pool& workers)
-      : options(std::move(options)),
-        handler(std::move(handler)),
-        tls(std::move(tls)),
-        workers(workers) {}
+  ServerCore(ServerOptions options, Handler handler, std::unique_ptr<net::ssl::context> tls)
+      : options(std::move(options)), handler(std::move(handler)), tls(std::move(tls)) {}
 
   const ServerOptions options;
   const Handler handler;
   const std::unique_ptr<net::ssl::context> tls;  // null: plain HTTP only
-  net::thread_pool& workers;
-  std::atomic<bool> stopping{false};  // shutdown began: no new requests or streams
-  std::atomic<bool> abandon{false};   // grace is over: queued handlers are skipped
+  std::optional<net::thread_pool> workers;       // runs handlers; made by Server once listening
+  std::atomic<bool> stopping{false};             // shutdown began: no new requests or streams
+  std::atomic<bool> abandon{false};              // grace is over: queued handlers are skipped
 
   void add(const std::shared_ptr<Connection>& c);
   void remove(Connection* c);
   std::vector<std::shared_ptr<Connection>> connections();
   size_t open() const { return open_.load(); }
+  void connection_opened() { open_.fetch_add(1); }
   void connection_closed();
   void handler_started();
   void handler_finished();
@@ -68,7 +65,6 @@ class ServerCore {
   bool wait_quiet(std::chrono::steady_clock::time_point deadline);
 
  private:
-  friend class Connection;
   void notify_waiter();
 
   std::atomic<size_t> open_{0};
@@ -121,6 +117,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
   }
   beast::tcp_stream& lowest() { return tls_ ? beast::get_lowest_layer(*tls_) : tcp_; }
+  // Sets the deadline for the next reads and writes; 0 means none.
+  void arm(std::chrono::seconds timeout);
 
   // connection.cpp: requests and plain responses.
   void on_detect(error_code ec, bool is_tls);
@@ -169,6 +167,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Request request_;
   Response response_;
   std::string head_;  // serialized status line and headers, reused
+  std::array<net::const_buffer, 2> response_buffers_;
 
   // Streaming (stream.cpp).
   std::shared_ptr<ResponseStream> stream_;

@@ -13,6 +13,57 @@
 #include "vkube/common/log.h"
 
 namespace vkube::http {
+
+namespace detail {
+
+void ServerCore::add(const std::shared_ptr<Connection>& c) {
+  std::lock_guard lock(mu_);
+  conns_.emplace(c.get(), c);
+}
+
+void ServerCore::remove(Connection* c) {
+  std::lock_guard lock(mu_);
+  conns_.erase(c);
+}
+
+std::vector<std::shared_ptr<Connection>> ServerCore::connections() {
+  std::vector<std::shared_ptr<Connection>> out;
+  std::lock_guard lock(mu_);
+  out.reserve(conns_.size());
+  for (auto& [raw, weak] : conns_) {
+    if (auto c = weak.lock()) out.push_back(std::move(c));
+  }
+  return out;
+}
+
+// The counters are atomics so that requests do not take a lock; waking the
+// shutdown waiter takes it only once shutdown has begun, after the update.
+void ServerCore::connection_closed() {
+  open_.fetch_sub(1);
+  if (stopping) notify_waiter();
+}
+
+void ServerCore::handler_started() {
+  in_flight_.fetch_add(1);
+}
+
+void ServerCore::handler_finished() {
+  in_flight_.fetch_sub(1);
+  if (stopping) notify_waiter();
+}
+
+void ServerCore::notify_waiter() {
+  std::lock_guard lock(mu_);
+  cv_.notify_all();
+}
+
+bool ServerCore::wait_quiet(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock lock(mu_);
+  return cv_.wait_until(lock, deadline, [&] { return in_flight_.load() == 0 && open() == 0; });
+}
+
+}  // namespace detail
+
 namespace {
 
 using detail::Connection;
@@ -45,8 +96,7 @@ std::string endpoint_text(const tcp::endpoint& ep) {
 class ServerImpl final : public Server {
  public:
   ServerImpl(ServerOptions options, Handler handler, std::unique_ptr<net::ssl::context> tls)
-      : workers_(std::max<size_t>(1, options.worker_threads)),
-        core_(std::move(options), std::move(handler), std::move(tls), workers_),
+      : core_(std::move(options), std::move(handler), std::move(tls)),
         ioc_(std::make_unique<net::io_context>(static_cast<int>(core_.options.io_threads))),
         acceptor_(std::in_place, net::make_strand(*ioc_)),
         retry_timer_(std::in_place, acceptor_->get_executor()) {}
@@ -65,7 +115,6 @@ class ServerImpl final : public Server {
   void on_accept(error_code ec, tcp::socket socket);
   void stop_accepting();
 
-  net::thread_pool workers_;  // constructed first: core_ refers to it
   ServerCore core_;
   std::unique_ptr<net::io_context> ioc_;  // reset by shutdown(), before core_ goes
   std::optional<tcp::acceptor> acceptor_;
@@ -96,6 +145,8 @@ Status ServerImpl::listen(const tcp::endpoint& endpoint) {
 }
 
 void ServerImpl::run() {
+  // Only now that the port is ours: a failed start costs no threads.
+  core_.workers.emplace(std::max<size_t>(1, core_.options.worker_threads));
   accept();
   size_t n = std::max<size_t>(1, core_.options.io_threads);
   for (size_t i = 0; i < n; ++i) {
@@ -171,7 +222,7 @@ void ServerImpl::shutdown(std::chrono::milliseconds grace) {
   ioc_->stop();
   for (auto& t : io_threads_) t.join();
   io_threads_.clear();
-  workers_.join();  // running handlers finish; queued ones are skipped
+  if (core_.workers) core_.workers->join();  // running handlers finish; queued ones are skipped
   // No thread runs now: close what is left from here, then let the
   // io_context destroy its pending handlers (and the connections they hold).
   for (auto& c : core_.connections()) c->close_now();

@@ -109,8 +109,11 @@ struct ServerOptions {
   uint16_t port = 0;  // 0 = pick a free port (see Server::port)
   std::optional<TlsConfig> tls;  // TLS and plain share the port when set
   size_t body_limit = 3u << 20;  // larger bodies get 413
-  std::chrono::seconds read_timeout{30};   // to receive a whole request
-  std::chrono::seconds idle_timeout{120};  // keep-alive connection idle
+  // To receive a whole request (from its first byte, or from accept for the
+  // first request including the TLS handshake), and to write a response
+  // (not a stream). 0 = none.
+  std::chrono::seconds read_timeout{30};
+  std::chrono::seconds idle_timeout{120};  // keep-alive connection idle; 0 = none
   size_t io_threads = 1;
   size_t worker_threads = 64;             // concurrent handlers
   size_t stream_buffer_limit = 16u << 20; // unsent stream bytes before cut-off
@@ -127,7 +130,7 @@ class Server {
   // Stops accepting, stops streams (ending each with its last chunk), lets
   // in-flight requests finish for up to `grace`, then closes every connection
   // and joins the I/O threads and the workers (a handler still running after
-  // `grace` is waited for; requests not yet started get 503). Idempotent; the
+  // `grace` is waited for; queued ones are skipped unanswered). Idempotent; the
   // destructor calls it with no grace. Must not be called from a handler or a
   // stream callback: it joins the threads that run them.
   virtual void shutdown(std::chrono::milliseconds grace) = 0;

@@ -19,9 +19,9 @@ struct Bounds {
   const std::map<std::string, int64_t>* names;
 };
 
-const std::map<std::string, int64_t> kMonths = {
-    {"jan", 1}, {"feb", 2}, {"mar", 3}, {"apr", 4},  {"may", 5},  {"jun", 6},
-    {"jul", 7}, {"aug", 8}, {"sep", 9}, {"oct", 10}, {"nov", 11}, {"dec", 12}};
+const std::map<std::string, int64_t> kMonths = {{"jan", 1}, {"feb", 2},  {"mar", 3},  {"apr", 4},
+                                                {"may", 5}, {"jun", 6},  {"jul", 7},  {"aug", 8},
+                                                {"sep", 9}, {"oct", 10}, {"nov", 11}, {"dec", 12}};
 const std::map<std::string, int64_t> kDays = {{"sun", 0}, {"mon", 1}, {"tue", 2}, {"wed", 3},
                                               {"thu", 4}, {"fri", 5}, {"sat", 6}};
 
@@ -59,12 +59,14 @@ std::vector<std::string> fields_of(std::string_view s) {
 int64_t parse_int(const std::string& expr, std::string& err) {
   size_t i = (!expr.empty() && (expr[0] == '+' || expr[0] == '-')) ? 1 : 0;
   bool ok = i < expr.size() && expr.size() - i <= 18;
-  for (size_t k = i; ok && k < expr.size(); ++k) ok = std::isdigit(static_cast<unsigned char>(expr[k]));
+  for (size_t k = i; ok && k < expr.size(); ++k)
+    ok = std::isdigit(static_cast<unsigned char>(expr[k]));
   if (!ok) {
-    bool digits = i < expr.size() && std::all_of(expr.begin() + static_cast<long>(i), expr.end(),
-                                                  [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
-    err = "failed to parse int from " + expr + ": strconv.Atoi: parsing \"" + expr + "\": " +
-          (digits ? "value out of range" : "invalid syntax");
+    bool digits = i < expr.size() &&
+                  std::all_of(expr.begin() + static_cast<long>(i), expr.end(),
+                              [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+    err = "failed to parse int from " + expr + ": strconv.Atoi: parsing \"" + expr +
+          "\": " + (digits ? "value out of range" : "invalid syntax");
     return 0;
   }
   int64_t n = std::stoll(expr);
@@ -119,7 +121,8 @@ std::string range_error(const std::string& expr, const Bounds& b) {
     return "end of range (" + num(end) + ") above maximum (" + num(b.max) + "): " + expr;
   }
   if (start > end) {
-    return "beginning of range (" + num(start) + ") beyond end of range (" + num(end) + "): " + expr;
+    return "beginning of range (" + num(start) + ") beyond end of range (" + num(end) +
+           "): " + expr;
   }
   if (step == 0) return "step of range should be a positive number: " + expr;
   return "";
@@ -164,7 +167,8 @@ std::optional<std::string> cron_schedule_error(std::string_view schedule) {
     // The zone itself is the timeZone field's business (and kube rejects
     // TZ in schedules); the parser only needs the rest.
     size_t space = spec.find(' ');
-    if (space == std::string::npos) return "provided bad location " + spec.substr(spec.find('=') + 1);
+    if (space == std::string::npos)
+      return "provided bad location " + spec.substr(spec.find('=') + 1);
     size_t first = spec.find_first_not_of(" \t\r\n\v\f", space);
     spec = first == std::string::npos ? "" : spec.substr(first);
     spec.erase(spec.find_last_not_of(" \t\r\n\v\f") + 1);
@@ -189,8 +193,8 @@ std::optional<std::string> cron_schedule_error(std::string_view schedule) {
     for (const auto& f : fields) list += (list.empty() ? "" : " ") + f;
     return "expected exactly 5 fields, found " + std::to_string(fields.size()) + ": [" + list + "]";
   }
-  const Bounds bounds[] = {{0, 59, nullptr}, {0, 23, nullptr}, {1, 31, nullptr},
-                           {1, 12, &kMonths}, {0, 6, &kDays}};
+  const Bounds bounds[] = {
+      {0, 59, nullptr}, {0, 23, nullptr}, {1, 31, nullptr}, {1, 12, &kMonths}, {0, 6, &kDays}};
   for (size_t i = 0; i < 5; ++i) {
     for (const std::string& expr : split(fields[i], ',', true)) {
       std::string err = range_error(expr, bounds[i]);

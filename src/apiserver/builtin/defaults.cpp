@@ -55,7 +55,8 @@ void default_service(json& obj) {
   const json* selector = get_object(*spec, "selector");
   bool headless = get_string(*spec, "clusterIP") == "None";
   bool no_selector = selector == nullptr || selector->empty();
-  set_default(*spec, "ipFamilyPolicy", headless && no_selector ? "RequireDualStack" : "SingleStack");
+  set_default(*spec, "ipFamilyPolicy",
+              headless && no_selector ? "RequireDualStack" : "SingleStack");
   std::string ip = get_string(*spec, "clusterIP");
   bool v6 = ip.find(':') != std::string::npos;
   set_default(*spec, "ipFamilies", json::array({v6 ? "IPv6" : "IPv4"}));

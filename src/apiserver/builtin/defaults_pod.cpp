@@ -190,7 +190,9 @@ void default_volume_source(json& v) {
   }
 }
 
-void default_pvc_spec(json& spec) { set_default(spec, "volumeMode", "Filesystem"); }
+void default_pvc_spec(json& spec) {
+  set_default(spec, "volumeMode", "Filesystem");
+}
 
 void default_pod_spec(json& spec) {
   if (!spec.is_object()) return;
@@ -207,14 +209,14 @@ void default_pod_spec(json& spec) {
   }
 }
 
-void default_pod_template(json& obj, const char* k) {
-  json* tmpl = get_object(obj, k);
+void default_pod_template(json& obj, const char* k, bool create) {
+  json* tmpl = create ? ensure_object(obj, k) : get_object(obj, k);
   if (tmpl == nullptr) return;
-  if (json* spec = get_object(*tmpl, "spec")) default_pod_spec(*spec);
+  if (json* spec = ensure_object(*tmpl, "spec")) default_pod_spec(*spec);
 }
 
 void default_pod(json& pod) {
-  json* spec = get_object(pod, "spec");
+  json* spec = ensure_object(pod, "spec");
   if (spec == nullptr) return;
   default_pod_spec(*spec);
   default_requests(*spec, "containers");

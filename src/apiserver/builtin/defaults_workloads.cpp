@@ -10,7 +10,9 @@ namespace {
 
 using namespace util;
 
-json* spec_of(json& obj) { return ensure_object(obj, "spec"); }
+json* spec_of(json& obj) {
+  return ensure_object(obj, "spec");
+}
 
 // The rolling-update parameters of a Deployment/DaemonSet strategy field.
 void default_rolling(json& spec, const char* strategy_key, const json& max_unavailable,
@@ -96,7 +98,7 @@ void default_replication_controller(json& obj) {
     labels_from_template(obj, *spec);
   }
   set_default(*spec, "replicas", 1);
-  default_pod_template(*spec, "template");
+  default_pod_template(*spec, "template", false);
 }
 
 void default_stateful_set(json& obj) {
@@ -173,8 +175,8 @@ void default_cron_job(json& obj) {
   set_default(*spec, "suspend", false);
   set_default(*spec, "successfulJobsHistoryLimit", 3);
   set_default(*spec, "failedJobsHistoryLimit", 1);
-  json* job_template = get_object(*spec, "jobTemplate");
-  json* job_spec = job_template ? get_object(*job_template, "spec") : nullptr;
+  json* job_template = ensure_object(*spec, "jobTemplate");
+  json* job_spec = job_template ? ensure_object(*job_template, "spec") : nullptr;
   if (job_spec != nullptr) default_pod_template(*job_spec, "template");
 }
 

@@ -11,7 +11,9 @@ namespace {
 
 using Type = FieldError::Type;
 
-bool is_lower_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+bool is_lower_alnum(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
 
 bool check_type(FieldErrors& errs, const json& obj, const char* k, const std::string& path,
                 bool (json::*is)() const noexcept, const char* type_name) {
@@ -81,7 +83,9 @@ bool get_bool(const json& obj, const char* k) {
   return v != nullptr && v->is_boolean() && v->get<bool>();
 }
 
-bool absent(const json& obj, const char* k) { return obj.is_object() && get(obj, k) == nullptr; }
+bool absent(const json& obj, const char* k) {
+  return obj.is_object() && get(obj, k) == nullptr;
+}
 
 void set_default(json& obj, const char* k, json value) {
   if (absent(obj, k)) obj[k] = std::move(value);
@@ -149,7 +153,8 @@ void forbidden(FieldErrors& errs, std::string field, std::string detail) {
 
 void too_long(FieldErrors& errs, std::string field, size_t max) {
   errs.push_back({Type::kTooLong, std::move(field),
-                  "may not be more than " + std::to_string(max) + (max == 1 ? " byte" : " bytes"), nullptr});
+                  "may not be more than " + std::to_string(max) + (max == 1 ? " byte" : " bytes"),
+                  nullptr});
 }
 
 void not_found(FieldErrors& errs, std::string field, json value) {
@@ -194,7 +199,9 @@ void nonnegative(FieldErrors& errs, const json& obj, const char* k, const std::s
   if (v && *v < 0) invalid(errs, child(path, k), *v, "must be greater than or equal to 0");
 }
 
-bool valid_port_num(int64_t port) { return port >= 1 && port <= 65535; }
+bool valid_port_num(int64_t port) {
+  return port >= 1 && port <= 65535;
+}
 
 std::vector<std::string> port_name_errors(std::string_view name) {
   std::vector<std::string> out;
@@ -222,7 +229,8 @@ void int_or_percent(FieldErrors& errs, const json& value, const std::string& pat
   if (value.is_string()) {
     std::string s = value.get<std::string>();
     bool ok = s.size() >= 2 && s.back() == '%';
-    for (size_t i = 0; ok && i + 1 < s.size(); ++i) ok = std::isdigit(static_cast<unsigned char>(s[i]));
+    for (size_t i = 0; ok && i + 1 < s.size(); ++i)
+      ok = std::isdigit(static_cast<unsigned char>(s[i]));
     if (!ok) {
       invalid(errs, path, value,
               "a valid percent string must be a numeric string followed by an ending '%' (e.g. "

@@ -17,8 +17,10 @@ using json = nlohmann::json;
 // SetDefaults_PodSpec and the declarative defaults below it (containers,
 // probes, ports, volumes). Applies to pods and pod templates alike.
 void default_pod_spec(json& spec);
-// default_pod_spec on obj[key].spec when obj[key] is a pod template object.
-void default_pod_template(json& obj, const char* key);
+// default_pod_spec on obj[key].spec. `create`: the template is a struct in
+// kube's types (Deployments, Jobs, ...), so an absent one is created; else
+// (ReplicationControllers) only a present template is defaulted.
+void default_pod_template(json& obj, const char* key, bool create = true);
 // SetDefaults_Pod plus what the ServiceAccount, Priority and
 // DefaultTolerationSeconds admission plugins add on create. Only for Pods.
 void default_pod(json& pod);

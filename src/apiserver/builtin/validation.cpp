@@ -49,11 +49,13 @@ void validate_hpa(const json& obj, FieldErrors& errs) {
   const json& spec = spec_of(obj);
   const json* ref = get_object(spec, "scaleTargetRef");
   for (const char* k : {"kind", "name"}) {
-    if (ref == nullptr || get_string(*ref, k).empty()) required(errs, child("spec.scaleTargetRef", k));
+    if (ref == nullptr || get_string(*ref, k).empty())
+      required(errs, child("spec.scaleTargetRef", k));
   }
   std::optional<int64_t> min = get_int(spec, "minReplicas");
   int64_t max = get_int(spec, "maxReplicas").value_or(0);
-  if (min && *min < 1) invalid(errs, "spec.minReplicas", *min, "must be greater than or equal to 1");
+  if (min && *min < 1)
+    invalid(errs, "spec.minReplicas", *min, "must be greater than or equal to 1");
   if (max < 1) invalid(errs, "spec.maxReplicas", max, "must be greater than 0");
   if (min && max < *min) {
     invalid(errs, "spec.maxReplicas", max, "must be greater than or equal to `minReplicas`");

@@ -69,7 +69,8 @@ void validate_generated_selector(const json& obj, const json& spec, FieldErrors&
   }
   const json* selector = get_object(spec, "selector");
   const json* match = selector ? get_object(*selector, "matchLabels") : nullptr;
-  if (selector != nullptr && (match == nullptr || get_string(*match, "batch.kubernetes.io/controller-uid") != uid)) {
+  if (selector != nullptr &&
+      (match == nullptr || get_string(*match, "batch.kubernetes.io/controller-uid") != uid)) {
     invalid(errs, "spec.selector", *selector, "`selector` not auto-generated");
   }
 }
@@ -100,7 +101,8 @@ void validate_job_update(const json& spec, const json& old_job, FieldErrors& err
   bool elastic = get_string(spec, "completionMode") == "Indexed" &&
                  get_int(spec, "completions") == get_int(spec, "parallelism") &&
                  get_int(old_spec, "completions") == get_int(old_spec, "parallelism");
-  if (!elastic) immutable(errs, "spec.completions", get(spec, "completions"), get(old_spec, "completions"));
+  if (!elastic)
+    immutable(errs, "spec.completions", get(spec, "completions"), get(old_spec, "completions"));
   const json* tmpl = get(spec, "template");
   const json* old_tmpl = get(old_spec, "template");
   const json* status = get_object(old_job, "status");
@@ -167,7 +169,8 @@ void validate_cron_job(const json& obj, const json* old, FieldErrors& errs) {
     std::string zone = tz->is_string() ? tz->get<std::string>() : "";
     if (zone.empty()) {
       invalid(errs, "spec.timeZone", *tz, "timeZone must be nil or non-empty string");
-    } else if (zone == "Local" || zone == "local" || zone.find_first_of(" \t:") != std::string::npos) {
+    } else if (zone == "Local" || zone == "local" ||
+               zone.find_first_of(" \t:") != std::string::npos) {
       invalid(errs, "spec.timeZone", zone,
               "timeZone must be an explicit time zone as defined in "
               "https://www.iana.org/time-zones");
@@ -179,8 +182,8 @@ void validate_cron_job(const json& obj, const json* old, FieldErrors& errs) {
   } else if (policy != "Allow" && policy != "Forbid" && policy != "Replace") {
     not_supported(errs, "spec.concurrencyPolicy", policy, {"Allow", "Forbid", "Replace"});
   }
-  for (const char* f : {"startingDeadlineSeconds", "successfulJobsHistoryLimit",
-                        "failedJobsHistoryLimit"}) {
+  for (const char* f :
+       {"startingDeadlineSeconds", "successfulJobsHistoryLimit", "failedJobsHistoryLimit"}) {
     nonnegative(errs, spec, f, "spec");
   }
   const json* job_template = get_object(spec, "jobTemplate");

@@ -86,8 +86,9 @@ bool is_ip(const std::string& s) {
   while (start <= s.size()) {
     size_t dot = s.find('.', start);
     std::string part = s.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    if (part.empty() || part.size() > 3 || part.find_first_not_of("0123456789") != std::string::npos ||
-        std::stoi(part) > 255 || (part.size() > 1 && part[0] == '0')) {
+    if (part.empty() || part.size() > 3 ||
+        part.find_first_not_of("0123456789") != std::string::npos || std::stoi(part) > 255 ||
+        (part.size() > 1 && part[0] == '0')) {
       return false;
     }
     ++parts;
@@ -134,7 +135,8 @@ void validate_service_ports(const json& spec, const std::string& type, FieldErro
           invalid(errs, tp, *target, "must be between 1 and 65535, inclusive");
         }
       } else if (target->is_string()) {
-        add_messages(errs, tp, target->get<std::string>(), port_name_errors(target->get<std::string>()));
+        add_messages(errs, tp, target->get<std::string>(),
+                     port_name_errors(target->get<std::string>()));
       } else {
         invalid(errs, tp, *target, "must be an integer or string");
       }
@@ -162,12 +164,15 @@ void validate_service(const json& obj, const json* old, FieldErrors& errs) {
   if ((ports == nullptr || ports->empty()) && !headless && type != "ExternalName") {
     required(errs, "spec.ports");
   }
-  if (type != "ClusterIP" && type != "NodePort" && type != "LoadBalancer" && type != "ExternalName") {
-    not_supported(errs, "spec.type", type, {"ClusterIP", "ExternalName", "LoadBalancer", "NodePort"});
+  if (type != "ClusterIP" && type != "NodePort" && type != "LoadBalancer" &&
+      type != "ExternalName") {
+    not_supported(errs, "spec.type", type,
+                  {"ClusterIP", "ExternalName", "LoadBalancer", "NodePort"});
   }
   if (type == "ExternalName") {
     std::string name = get_string(spec, "externalName");
-    std::string clean = !name.empty() && name.back() == '.' ? name.substr(0, name.size() - 1) : name;
+    std::string clean =
+        !name.empty() && name.back() == '.' ? name.substr(0, name.size() - 1) : name;
     if (clean.empty()) {
       required(errs, "spec.externalName");
     } else {
@@ -178,7 +183,8 @@ void validate_service(const json& obj, const json* old, FieldErrors& errs) {
             "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)");
   }
   validate_service_ports(spec, type, errs);
-  if (const json* selector = get(spec, "selector")) validate_labels(*selector, "spec.selector", errs);
+  if (const json* selector = get(spec, "selector"))
+    validate_labels(*selector, "spec.selector", errs);
   std::string affinity = get_string(spec, "sessionAffinity");
   if (affinity.empty()) {
     required(errs, "spec.sessionAffinity");
@@ -202,8 +208,8 @@ void validate_service(const json& obj, const json* old, FieldErrors& errs) {
     not_supported(errs, "spec.internalTrafficPolicy", itp, {"Cluster", "Local"});
   }
   std::string family_policy = get_string(spec, "ipFamilyPolicy");
-  if (!family_policy.empty() && family_policy != "SingleStack" && family_policy != "PreferDualStack" &&
-      family_policy != "RequireDualStack") {
+  if (!family_policy.empty() && family_policy != "SingleStack" &&
+      family_policy != "PreferDualStack" && family_policy != "RequireDualStack") {
     not_supported(errs, "spec.ipFamilyPolicy", family_policy,
                   {"PreferDualStack", "RequireDualStack", "SingleStack"});
   }
@@ -226,7 +232,8 @@ void validate_config_map(const json& obj, const json* old, FieldErrors& errs) {
   const json* binary = get_object(obj, "binaryData");
   if (data != nullptr && binary != nullptr) {
     for (const auto& [k, v] : data->items()) {
-      if (binary->contains(k)) invalid(errs, key("data", k), k, "duplicate of key present in binaryData");
+      if (binary->contains(k))
+        invalid(errs, key("data", k), k, "duplicate of key present in binaryData");
     }
   }
   if (total > kMaxSecretSize) too_long(errs, "", kMaxSecretSize);
@@ -246,13 +253,15 @@ void validate_secret(const json& obj, const json* old, FieldErrors& errs) {
     if (!data.contains(k)) return need(k);
     auto bytes = data[k].is_string() ? base64_decode(data[k].get<std::string>()) : std::nullopt;
     if (bytes && !json::accept(*bytes)) {
-      invalid(errs, key("data", k), "<secret contents redacted>", "invalid character in JSON input");
+      invalid(errs, key("data", k), "<secret contents redacted>",
+              "invalid character in JSON input");
     }
   };
   if (type == "kubernetes.io/service-account-token") {
     const json* meta = get_object(obj, "metadata");
     const json* annotations = meta ? get_object(*meta, "annotations") : nullptr;
-    if (annotations == nullptr || get_string(*annotations, "kubernetes.io/service-account.name").empty()) {
+    if (annotations == nullptr ||
+        get_string(*annotations, "kubernetes.io/service-account.name").empty()) {
       required(errs, "metadata.annotations[kubernetes.io/service-account.name]");
     }
   } else if (type == "kubernetes.io/dockercfg") {
@@ -285,8 +294,10 @@ void validate_event(const json& obj, const json* old, bool events_group, FieldEr
   std::string involved_ns = involved ? get_string(*involved, "namespace") : "";
   bool new_style = get(obj, "eventTime") != nullptr;
   bool mismatch = new_style ? involved_ns.empty() && ns != "default" && ns != "kube-system"
-                 : involved_ns.empty() ? !ns.empty() && ns != "default" : ns != involved_ns;
-  if (mismatch) invalid(errs, "involvedObject.namespace", involved_ns, "does not match event.namespace");
+                  : involved_ns.empty() ? !ns.empty() && ns != "default"
+                                        : ns != involved_ns;
+  if (mismatch)
+    invalid(errs, "involvedObject.namespace", involved_ns, "does not match event.namespace");
   if (new_style || events_group) {
     if (events_group && !new_style) required(errs, "eventTime");
     for (const char* k : {"reportingController", "reportingInstance", "action", "reason"}) {
@@ -294,10 +305,13 @@ void validate_event(const json& obj, const json* old, bool events_group, FieldEr
     }
     std::string controller = get_string(obj, "reportingController");
     if (!controller.empty()) {
-      add_messages(errs, "reportingController", controller, api::validate_qualified_name(controller));
+      add_messages(errs, "reportingController", controller,
+                   api::validate_qualified_name(controller));
     }
     for (const auto& [k, limit] : {std::pair<const char*, size_t>{"reportingInstance", 128},
-                                   {"action", 128}, {"reason", 128}, {note, 1024}}) {
+                                   {"action", 128},
+                                   {"reason", 128},
+                                   {note, 1024}}) {
       if (get_string(obj, k).size() > limit) {
         invalid(errs, k, "", "can have at most " + std::to_string(limit) + " characters");
       }

@@ -50,7 +50,8 @@ void validate_subject(const json& s, bool namespaced, const std::string& path, F
   std::string kind = get_string(s, "kind");
   if (name.empty()) required(errs, child(path, "name"));
   if (kind == "ServiceAccount") {
-    if (!name.empty()) add_messages(errs, child(path, "name"), name, api::validate_dns1123_subdomain(name));
+    if (!name.empty())
+      add_messages(errs, child(path, "name"), name, api::validate_dns1123_subdomain(name));
     if (!group.empty()) not_supported(errs, child(path, "apiGroup"), group, {""});
     if (!namespaced && get_string(s, "namespace").empty()) required(errs, child(path, "namespace"));
   } else if (kind == "User" || kind == "Group") {
@@ -119,7 +120,8 @@ void validate_backend(const json& backend, const std::string& path, FieldErrors&
     add_messages(errs, child(path, "service.port.name"), port_name, port_name_errors(port_name));
   } else if (number != 0) {
     if (!valid_port_num(number)) {
-      invalid(errs, child(path, "service.port.number"), number, "must be between 1 and 65535, inclusive");
+      invalid(errs, child(path, "service.port.number"), number,
+              "must be between 1 and 65535, inclusive");
     }
   } else {
     required(errs, path, "port name or number is required");
@@ -139,14 +141,16 @@ void validate_ingress_path(const json& p, const std::string& path, FieldErrors& 
       }
     }
     for (const std::string suffix : {"/..", "/."}) {
-      if (value.size() >= suffix.size() && value.compare(value.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      if (value.size() >= suffix.size() &&
+          value.compare(value.size() - suffix.size(), suffix.size(), suffix) == 0) {
         invalid(errs, pp, value, "cannot end with '" + suffix + "'");
       }
     }
   } else if (type == "ImplementationSpecific") {
     if (!value.empty() && value[0] != '/') invalid(errs, pp, value, "must be an absolute path");
   } else {
-    not_supported(errs, child(path, "pathType"), type, {"Exact", "ImplementationSpecific", "Prefix"});
+    not_supported(errs, child(path, "pathType"), type,
+                  {"Exact", "ImplementationSpecific", "Prefix"});
   }
   const json* backend = get_object(p, "backend");
   validate_backend(backend ? *backend : json::object(), child(path, "backend"), errs);
@@ -172,7 +176,8 @@ void validate_rbac(const std::string& kind, const json& obj, const json* old, Fi
                "at least one clusterRoleSelector required if aggregationRule is non-nil");
     } else {
       for (size_t i = 0; i < selectors->size(); ++i) {
-        validate_label_selector(errs, (*selectors)[i], index("aggregationRule.clusterRoleSelectors", i));
+        validate_label_selector(errs, (*selectors)[i],
+                                index("aggregationRule.clusterRoleSelectors", i));
       }
     }
   }
@@ -190,7 +195,8 @@ void validate_ingress(const json& obj, FieldErrors& errs) {
   if (backend != nullptr) validate_backend(*backend, "spec.defaultBackend", errs);
   std::string class_name = get_string(spec, "ingressClassName");
   if (!class_name.empty()) {
-    add_messages(errs, "spec.ingressClassName", class_name, api::validate_dns1123_subdomain(class_name));
+    add_messages(errs, "spec.ingressClassName", class_name,
+                 api::validate_dns1123_subdomain(class_name));
   }
   if (rules == nullptr) return;
   for (size_t i = 0; i < rules->size(); ++i) {
@@ -198,7 +204,8 @@ void validate_ingress(const json& obj, FieldErrors& errs) {
     std::string rp = index("spec.rules", i);
     std::string host = get_string(rule, "host");
     if (!host.empty()) {
-      bool ip = host.find_first_not_of("0123456789.") == std::string::npos || host.find(':') != std::string::npos;
+      bool ip = host.find_first_not_of("0123456789.") == std::string::npos ||
+                host.find(':') != std::string::npos;
       if (ip) invalid(errs, child(rp, "host"), host, "must be a DNS name, not an IP address");
       std::string bare = host.rfind("*.", 0) == 0 ? host.substr(2) : host;
       add_messages(errs, child(rp, "host"), host, api::validate_dns1123_subdomain(bare));
@@ -224,7 +231,8 @@ void validate_network_policy(const json& obj, FieldErrors& errs) {
   }
   const json* types = get_array(*spec, "policyTypes");
   if (types == nullptr) return;
-  if (types->size() > 2) invalid(errs, "spec.policyTypes", *types, "may not specify more than two policyTypes");
+  if (types->size() > 2)
+    invalid(errs, "spec.policyTypes", *types, "may not specify more than two policyTypes");
   for (size_t i = 0; i < types->size(); ++i) {
     const json& t = (*types)[i];
     if (t != "Ingress" && t != "Egress") {
@@ -241,8 +249,8 @@ void validate_pdb(const json& obj, FieldErrors& errs) {
   if (min_available != nullptr && max_unavailable != nullptr) {
     invalid(errs, "spec", *spec, "minAvailable and maxUnavailable cannot be both set");
   }
-  for (const auto& [name, value] : {std::pair{"minAvailable", min_available},
-                                    std::pair{"maxUnavailable", max_unavailable}}) {
+  for (const auto& [name, value] :
+       {std::pair{"minAvailable", min_available}, std::pair{"maxUnavailable", max_unavailable}}) {
     if (value == nullptr) continue;
     std::string path = child("spec", name);
     int_or_percent(errs, *value, path);
@@ -260,7 +268,8 @@ void validate_pdb(const json& obj, FieldErrors& errs) {
   std::string policy = get_string(*spec, "unhealthyPodEvictionPolicy");
   if (get(*spec, "unhealthyPodEvictionPolicy") != nullptr && policy != "IfHealthyBudget" &&
       policy != "AlwaysAllow") {
-    not_supported(errs, "spec.unhealthyPodEvictionPolicy", policy, {"AlwaysAllow", "IfHealthyBudget"});
+    not_supported(errs, "spec.unhealthyPodEvictionPolicy", policy,
+                  {"AlwaysAllow", "IfHealthyBudget"});
   }
 }
 
@@ -275,7 +284,8 @@ void validate_priority_class(const json& obj, const json* old, FieldErrors& errs
     if (!known) {
       forbidden(errs, "metadata.name",
                 "priority class names with 'system-' prefix are reserved for system use only. "
-                "error: " + name + " is not a known system priority class");
+                "error: " +
+                    name + " is not a known system priority class");
     }
   } else if (value > 1000000000) {
     forbidden(errs, "value", "maximum allowed value of a user defined priority is 1000000000");

@@ -215,10 +215,8 @@ void validate_volume(const json& v, const std::string& vp, FieldErrors& errs) {
   const json& source = v[sources[0]];
   std::string sp = child(vp, sources[0]);
   static const std::vector<std::pair<std::string, std::string>> kRequiredName = {
-      {"hostPath", "path"},
-      {"configMap", "name"},
-      {"secret", "secretName"},
-      {"persistentVolumeClaim", "claimName"},
+      {"hostPath", "path"},     {"configMap", "name"},
+      {"secret", "secretName"}, {"persistentVolumeClaim", "claimName"},
       {"nfs", "server"},
   };
   for (const auto& [type, field] : kRequiredName) {
@@ -269,7 +267,8 @@ void validate_labels(const json& labels, const std::string& path, FieldErrors& e
     if (!v.is_string()) {
       invalid(errs, path, v, "must be of type string");
     } else {
-      add_messages(errs, path, v.get<std::string>(), api::validate_label_value(v.get<std::string>()));
+      add_messages(errs, path, v.get<std::string>(),
+                   api::validate_label_value(v.get<std::string>()));
     }
   }
 }
@@ -291,14 +290,16 @@ void validate_pod_spec(const json& spec, const std::string& path, FieldErrors& e
     }
   }
   one_of(errs, spec, "restartPolicy", path, {"Always", "OnFailure", "Never"});
-  one_of(errs, spec, "dnsPolicy", path, {"ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"});
+  one_of(errs, spec, "dnsPolicy", path,
+         {"ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"});
   if (get_string(spec, "dnsPolicy") == "None" && get(spec, "dnsConfig") == nullptr) {
     required(errs, child(path, "dnsConfig"), "must provide `dnsConfig` when `dnsPolicy` is None");
   }
   if (check_string(errs, spec, "serviceAccountName", path)) {
     std::string sa = get_string(spec, "serviceAccountName");
     if (!sa.empty()) {
-      add_messages(errs, child(path, "serviceAccountName"), sa, api::validate_dns1123_subdomain(sa));
+      add_messages(errs, child(path, "serviceAccountName"), sa,
+                   api::validate_dns1123_subdomain(sa));
     }
   }
   for (const char* k : {"hostname", "subdomain"}) {

@@ -39,11 +39,22 @@ std::optional<long double> parse_quantity(const json& q) {
   // strtold, not stold: a number too large for long double is +inf, not a throw.
   long double value = std::strtold(number.c_str(), nullptr);
   std::string suffix = s.substr(i);
-  static const std::pair<const char*, long double> kSuffixes[] = {
-      {"", 1},        {"n", 1e-9},   {"u", 1e-6},   {"m", 1e-3},          {"k", 1e3},
-      {"M", 1e6},     {"G", 1e9},    {"T", 1e12},   {"P", 1e15},          {"E", 1e18},
-      {"Ki", 1024.0L}, {"Mi", 1048576.0L}, {"Gi", 1073741824.0L}, {"Ti", 1099511627776.0L},
-      {"Pi", 1125899906842624.0L}, {"Ei", 1152921504606846976.0L}};
+  static const std::pair<const char*, long double> kSuffixes[] = {{"", 1},
+                                                                  {"n", 1e-9},
+                                                                  {"u", 1e-6},
+                                                                  {"m", 1e-3},
+                                                                  {"k", 1e3},
+                                                                  {"M", 1e6},
+                                                                  {"G", 1e9},
+                                                                  {"T", 1e12},
+                                                                  {"P", 1e15},
+                                                                  {"E", 1e18},
+                                                                  {"Ki", 1024.0L},
+                                                                  {"Mi", 1048576.0L},
+                                                                  {"Gi", 1073741824.0L},
+                                                                  {"Ti", 1099511627776.0L},
+                                                                  {"Pi", 1125899906842624.0L},
+                                                                  {"Ei", 1152921504606846976.0L}};
   std::optional<long double> scale;
   for (const auto& [name, factor] : kSuffixes) {
     if (suffix == name) scale = factor;
@@ -52,14 +63,17 @@ std::optional<long double> parse_quantity(const json& q) {
     size_t j = 1;
     if (suffix[j] == '+' || suffix[j] == '-') ++j;
     bool ok = j < suffix.size();
-    for (size_t k = j; k < suffix.size(); ++k) ok &= std::isdigit(static_cast<unsigned char>(suffix[k])) != 0;
+    for (size_t k = j; k < suffix.size(); ++k)
+      ok &= std::isdigit(static_cast<unsigned char>(suffix[k])) != 0;
     if (ok) scale = std::pow(10.0L, std::strtold(suffix.c_str() + 1, nullptr));
   }
   if (!scale) return std::nullopt;
   return (negative ? -value : value) * *scale;
 }
 
-std::string quantity_text(const json& q) { return q.is_string() ? q.get<std::string>() : q.dump(); }
+std::string quantity_text(const json& q) {
+  return q.is_string() ? q.get<std::string>() : q.dump();
+}
 
 }  // namespace
 
@@ -124,7 +138,8 @@ void validate_tolerations(const json& list, const std::string& path, FieldErrors
     }
     if (!effect.empty() && effect != "NoSchedule" && effect != "PreferNoSchedule" &&
         effect != "NoExecute") {
-      not_supported(errs, child(tp, "effect"), effect, {"NoSchedule", "PreferNoSchedule", "NoExecute"});
+      not_supported(errs, child(tp, "effect"), effect,
+                    {"NoSchedule", "PreferNoSchedule", "NoExecute"});
     }
   }
 }
@@ -140,7 +155,8 @@ bool only_added_tolerations(const json& now, const json& before) {
     for (const json& new_t : now.is_array() ? now : json::array()) {
       if (old_t.is_object() && new_t.is_object()) {
         old_t.erase("tolerationSeconds");
-        if (new_t.contains("tolerationSeconds")) old_t["tolerationSeconds"] = new_t["tolerationSeconds"];
+        if (new_t.contains("tolerationSeconds"))
+          old_t["tolerationSeconds"] = new_t["tolerationSeconds"];
       }
       if (old_t == new_t) found = true;
     }

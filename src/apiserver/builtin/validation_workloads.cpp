@@ -105,8 +105,9 @@ void selector_immutable(const json& obj, const json* old, FieldErrors& errs) {
 
 void validate_deployment(const json& obj, const json* old, FieldErrors& errs) {
   const json& spec = spec_of(obj);
-  validate_counts(spec, errs,
-                  {"replicas", "minReadySeconds", "revisionHistoryLimit", "progressDeadlineSeconds"});
+  validate_counts(
+      spec, errs,
+      {"replicas", "minReadySeconds", "revisionHistoryLimit", "progressDeadlineSeconds"});
   validate_selector_template(spec, "deployment", "ReplicaSet", errs);
   if (const json* strategy = get_object(spec, "strategy")) {
     std::string type = get_string(*strategy, "type");
@@ -128,7 +129,8 @@ void validate_deployment(const json& obj, const json* old, FieldErrors& errs) {
   }
   std::optional<int64_t> deadline = get_int(spec, "progressDeadlineSeconds");
   if (deadline && *deadline <= get_int(spec, "minReadySeconds").value_or(0)) {
-    invalid(errs, "spec.progressDeadlineSeconds", *deadline, "must be greater than minReadySeconds");
+    invalid(errs, "spec.progressDeadlineSeconds", *deadline,
+            "must be greater than minReadySeconds");
   }
   selector_immutable(obj, old, errs);
 }

@@ -2,6 +2,7 @@
 // cluster shows (`kubectl get -o json`) after creating the same objects.
 #include <catch2/catch.hpp>
 
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -311,23 +312,53 @@ TEST_CASE("other kinds get their kube-apiserver defaults", "[kinds]") {
   CHECK(crd["spec"]["conversion"] == json{{"strategy", "None"}});
 }
 
-// Samples rich enough to reach most defaulting branches.
+// Samples rich enough to reach most defaulting and validation branches.
 std::vector<json> samples() {
+  json container = {{"name", "a"},
+                    {"image", "a:1"},
+                    {"ports", {{{"containerPort", 80}, {"name", "http"}}}},
+                    {"env", {{{"name", "N"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "x"}}}}}}}},
+                    {"resources", {{"limits", {{"cpu", "1"}}}, {"requests", {{"cpu", "500m"}}}}},
+                    {"volumeMounts", {{{"name", "v"}, {"mountPath", "/v"}}}},
+                    {"livenessProbe", {{"httpGet", {{"port", 80}}}}},
+                    {"lifecycle", {{"preStop", {{"httpGet", {{"port", 80}}}}}}}};
   json pod_spec = {
-      {"containers", {{{"name", "a"}, {"image", "a"}, {"ports", {{{"containerPort", 1}}}}}}},
-      {"volumes", {{{"name", "v"}}}}};
+      {"containers", {container}},
+      {"initContainers", {container}},
+      {"tolerations", {{{"key", "k"}, {"operator", "Exists"}}}},
+      {"volumes",
+       {{{"name", "v"}},
+        {{"name", "p"},
+         {"projected", {{"sources", {{{"serviceAccountToken", {{"path", "t"}}}}}}}}}}}};
   json tmpl = {{"metadata", {{"labels", {{"app", "a"}}}}}, {"spec", pod_spec}};
+  json selector = {{"matchLabels", {{"app", "a"}}},
+                   {"matchExpressions", {{{"key", "app"}, {"operator", "In"}, {"values", {"a"}}}}}};
   return {
       json::object(),
       {{"metadata", {{"name", "n"}, {"uid", "u"}}}, {"spec", pod_spec}},
       {{"metadata", {{"name", "n"}, {"uid", "u"}}},
-       {"spec", {{"template", tmpl}, {"ports", {{{"port", 80}}}}, {"type", "NodePort"}}}},
+       {"spec",
+        {{"template", tmpl},
+         {"selector", selector},
+         {"strategy", {{"type", "RollingUpdate"}, {"rollingUpdate", {{"maxSurge", "50%"}}}}},
+         {"updateStrategy", {{"type", "RollingUpdate"}}},
+         {"ports", {{{"port", 80}, {"targetPort", "http"}}}},
+         {"type", "NodePort"},
+         {"podFailurePolicy", {{"rules", {{{"onPodConditions", {json::object()}}}}}}}}}},
       {{"spec",
-        {{"jobTemplate", {{"spec", {{"template", tmpl}}}}},
-         {"egress", {{{"ports", {{{"port", 1}}}}}}}}}},
+        {{"schedule", "0 * * * *"},
+         {"jobTemplate", {{"spec", {{"template", tmpl}}}}},
+         {"egress", {{{"ports", {{{"port", 1}}}}}}},
+         {"rules",
+          {{{"host", "h"}, {"http", {{"paths", {{{"path", "/"}, {"backend", json::object()}}}}}}}}},
+         {"limits", {{{"type", "Container"}, {"max", {{"cpu", "1"}}}}}}}},
+       {"status", {{"capacity", {{"cpu", "1"}}}}}},
       {{"stringData", {{"k", "v"}}},
-       {"roleRef", json::object()},
-       {"subjects", {{{"kind", "Group"}}}}},
+       {"data", {{"a", "YQ=="}}},
+       {"roleRef", {{"name", "r"}}},
+       {"rules", {{{"verbs", {"get"}}}}},
+       {"subjects", {{{"kind", "Group"}, {"name", "g"}}}},
+       {"involvedObject", {{"namespace", "x"}}}},
   };
 }
 
@@ -344,9 +375,38 @@ TEST_CASE("defaulting twice changes nothing the first pass did not", "[kinds]") 
   }
 }
 
-// Objects of every shape: the fields defaulting and validation read, set to
-// values of every JSON type, nested a few levels deep.
-json garbage(std::mt19937& rng, int depth) {
+// Values of every JSON type, for fields that expect another.
+json wrong_value(std::mt19937& rng) {
+  static const json kValues[] = {
+      nullptr,        7,          "x",   json::array({1, "a", nullptr}), true, -1.5,
+      json::object(), {{"x", 1}}, 1e300, json::array({json::object()})};
+  return kValues[std::uniform_int_distribution<size_t>(0, std::size(kValues) - 1)(rng)];
+}
+
+void collect_nodes(json& node, std::vector<json*>& out) {
+  out.push_back(&node);
+  if (node.is_structured()) {
+    for (json& child : node) collect_nodes(child, out);
+  }
+}
+
+// A sample with a few of its fields, at any depth, replaced by wrong types.
+json mutate(const json& sample, std::mt19937& rng) {
+  json obj = sample;
+  int changes = std::uniform_int_distribution<int>(1, 4)(rng);
+  for (int i = 0; i < changes; ++i) {
+    std::vector<json*> nodes;
+    collect_nodes(obj, nodes);
+    if (nodes.size() < 2) break;
+    json* target = nodes[std::uniform_int_distribution<size_t>(1, nodes.size() - 1)(rng)];
+    *target = wrong_value(rng);
+  }
+  return obj;
+}
+
+// The fields defaulting and validation read, each set to a value of a random
+// type, one level of objects deep.
+json flat_garbage(std::mt19937& rng, int depth) {
   static const char* kKeys[] = {"metadata",
                                 "spec",
                                 "template",
@@ -355,8 +415,6 @@ json garbage(std::mt19937& rng, int depth) {
                                 "volumes",
                                 "ports",
                                 "env",
-                                "valueFrom",
-                                "fieldRef",
                                 "selector",
                                 "matchLabels",
                                 "matchExpressions",
@@ -373,13 +431,7 @@ json garbage(std::mt19937& rng, int depth) {
                                 "image",
                                 "port",
                                 "targetPort",
-                                "containerPort",
-                                "hostNetwork",
                                 "resources",
-                                "limits",
-                                "requests",
-                                "livenessProbe",
-                                "httpGet",
                                 "tolerations",
                                 "status",
                                 "subjects",
@@ -387,75 +439,28 @@ json garbage(std::mt19937& rng, int depth) {
                                 "rules",
                                 "http",
                                 "paths",
-                                "backend",
-                                "service",
                                 "uid",
                                 "volumeClaimTemplates",
                                 "egress",
-                                "ingress",
-                                "policyTypes",
-                                "limits",
                                 "capacity",
                                 "subsets",
                                 "conversion",
                                 "sessionAffinity",
                                 "clusterIP",
                                 "schedule",
-                                "replicas",
                                 "minAvailable",
                                 "maxUnavailable",
                                 "value",
                                 "serviceAccountName",
-                                "serviceAccount",
-                                "priorityClassName",
-                                "volumeMounts",
-                                "configMap",
-                                "projected",
-                                "sources",
-                                "podFailurePolicy",
-                                "onPodConditions",
-                                "lifecycle",
-                                "postStart",
-                                "manualSelector",
-                                "ipFamilies",
-                                "sessionAffinityConfig",
-                                "clientIP",
                                 "immutable",
-                                "annotations",
                                 "involvedObject",
                                 "eventTime"};
-  std::uniform_int_distribution<int> pick(0, 9);
   json obj = json::object();
   for (const char* k : kKeys) {
-    switch (pick(rng)) {
-      case 0:
-        obj[k] = nullptr;
-        break;
-      case 1:
-        obj[k] = 7;
-        break;
-      case 2:
-        obj[k] = "x";
-        break;
-      case 3:
-        obj[k] = json::array({1, "a", nullptr});
-        break;
-      case 4:
-        obj[k] = true;
-        break;
-      case 5:
-        obj[k] = -1.5;
-        break;
-      case 6:
-      case 7:
-        if (depth > 0) obj[k] = garbage(rng, depth - 1);
-        break;
-      case 8:
-        if (depth > 0) obj[k] = json::array({garbage(rng, depth - 1), 3});
-        break;
-      default:
-        break;  // absent
-    }
+    if (std::uniform_int_distribution<int>(0, 3)(rng) == 0) continue;
+    obj[k] = depth > 0 && std::uniform_int_distribution<int>(0, 2)(rng) == 0
+                 ? flat_garbage(rng, depth - 1)
+                 : wrong_value(rng);
   }
   return obj;
 }
@@ -470,7 +475,10 @@ TEST_CASE("defaulting and validation never throw on garbage of any kind", "[kind
                               {{"spec", 5}},
                               {{"spec", {{"template", "x"}}}},
                               {{"spec", {{"containers", "x"}}}}};
-  for (int i = 0; i < 30; ++i) inputs.push_back(garbage(rng, 4));
+  for (int i = 0; i < 10; ++i) inputs.push_back(flat_garbage(rng, 1));
+  for (const json& sample : samples()) {
+    for (int i = 0; i < 30; ++i) inputs.push_back(mutate(sample, rng));
+  }
   for (const Kind& k : builtin_kinds()) {
     for (const json& input : inputs) {
       INFO(k.resource.kind << ": " << input.dump());

@@ -228,7 +228,12 @@ TEST_CASE("jobs need a restart policy of OnFailure or Never", "[kinds]") {
                           Catch::EndsWith(": field is immutable"));
   json scaled = never;
   scaled["spec"]["parallelism"] = 4;
+  scaled["spec"]["completions"] = 1;  // a PUT carries what the create defaulted
   CHECK(errors("batch", "Job", scaled, never).empty());
+  json more = scaled;
+  more["spec"]["completions"] = 2;
+  CHECK(errors("batch", "Job", more, never) ==
+        Strings{"spec.completions: Invalid value: 2: field is immutable"});
 }
 
 TEST_CASE("cron job schedules parse as kube parses them", "[kinds]") {

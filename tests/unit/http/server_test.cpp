@@ -445,10 +445,10 @@ TEST_CASE("a verified client certificate names the peer", "[http]") {
 // Writes from start() itself, as a watch replaying its initial events does.
 class EagerStream : public ResponseStream {
  public:
-  explicit EagerStream(bool finish) : finish_(finish) {}
+  EagerStream(std::vector<std::string> chunks, bool finish)
+      : chunks_(std::move(chunks)), finish_(finish) {}
   void start(std::shared_ptr<StreamSink> sink) override {
-    sink->write("a");
-    sink->write("b");
+    for (const auto& c : chunks_) sink->write(c);
     if (finish_) sink->close();
     sink_ = std::move(sink);
   }
@@ -456,31 +456,42 @@ class EagerStream : public ResponseStream {
   std::atomic<int> stops{0};
 
  private:
+  std::vector<std::string> chunks_;
   bool finish_;
   std::shared_ptr<StreamSink> sink_;
 };
 
-TEST_CASE("streams over TLS end by either side", "[http]") {
+TEST_CASE("responses and streams over TLS, large ones too, end by either side", "[http]") {
   const TestCerts& certs = http::certs();
   REQUIRE(certs.ok);
-  auto finished = std::make_shared<EagerStream>(true);
-  auto endless = std::make_shared<EagerStream>(false);
+  const std::string big(300 * 1024, 'x');
+  auto finished = std::make_shared<EagerStream>(std::vector<std::string>{"a", "b"}, true);
+  auto endless = std::make_shared<EagerStream>(std::vector<std::string>{"a", "b"}, false);
+  auto large = std::make_shared<EagerStream>(std::vector<std::string>{"s", big, "s", big}, true);
   ServerOptions options;
   options.tls = TlsConfig{certs.file("server.crt"), certs.file("server.key"), ""};
   auto server = start_server(
       [&](Request& req) {
         Response r;
-        r.stream = req.path == "/finished" ? std::shared_ptr<ResponseStream>(finished) : endless;
+        if (req.path == "/large") {
+          r.body = big;
+          return r;
+        }
+        r.stream = req.path == "/finished" ? finished : req.path == "/big" ? large : endless;
         return r;
       },
       options);
-  std::string base = "curl -sS -k https://127.0.0.1:" + std::to_string(server->port());
+  std::string url = "https://127.0.0.1:" + std::to_string(server->port());
+  std::string curl = "curl -sS -k --max-time 5 ";
 
-  CHECK(run(base + "/finished --max-time 5").output == "ab");
+  auto sizes = run(curl + "-o /dev/null -o /dev/null -w '%{size_download} ' " + url + "/large " +
+                   url + "/big");
+  CHECK(sizes.output ==
+        std::to_string(big.size()) + " " + std::to_string(2 * big.size() + 2) + " ");
+  CHECK(run(curl + url + "/finished").output == "ab");
   CHECK(finished->stops == 0);
   // -s without -S: curl's timeout message would interleave with the body.
-  auto cut = run("curl -s -k https://127.0.0.1:" + std::to_string(server->port()) +
-                 "/endless --max-time 0.3");
+  auto cut = run("curl -s -k --max-time 0.3 " + url + "/endless");
   CHECK(cut.output == "ab");
   CHECK(eventually([&] { return endless->stops == 1; }));
 }
