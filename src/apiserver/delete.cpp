@@ -148,6 +148,14 @@ http::Response handle_delete(Context& c) {
   if (Status s = check_dry_run(c); !s.is_ok()) return error_response(s);
   auto opts = parse_delete_options(c);
   if (!opts.is_ok()) return error_response(opts.status());
+  // The namespace lifecycle admission plugin keeps the system namespaces.
+  const std::string& name = c.info.name;
+  if (c.resource().plural == "namespaces" && c.resource().gv.group.empty() &&
+      (name == "default" || name == "kube-system" || name == "kube-public"))
+    return error_response(ApiError(
+        Status(Code::kForbidden,
+               "namespaces \"" + name + "\" is forbidden: this namespace may not be deleted"),
+        {{"name", name}, {"kind", "namespaces"}}));
   auto d = delete_one(c, c.info.namespace_, c.info.name, *opts);
   if (!d.is_ok()) {
     if (d.status().code() == Code::kConflict && d.status().message().starts_with("Precondition"))
