@@ -1,6 +1,7 @@
 // The handler chain (kube-apiserver's DefaultBuildHandlerChain), in one place:
 // panic recovery -> request info -> authn -> in-flight limit -> authz ->
 // router -> verb handler.
+#include <algorithm>
 #include <chrono>
 
 #include "server_impl.h"
@@ -176,6 +177,10 @@ http::Response Server::route(http::Request& req, const RequestInfo& info, const 
 
   http::Response resp;
   const std::string& verb = info.verb;
+  // A verb the resource does not serve (deletecollection of namespaces).
+  if (sub.empty() && std::find(kind->resource.verbs.begin(), kind->resource.verbs.end(), verb) ==
+                         kind->resource.verbs.end())
+    return error_response(method_not_supported(kind->resource, verb));
   if (verb == "get") resp = handle_get(ctx);
   else if (verb == "list") resp = handle_list(ctx);
   else if (verb == "watch") resp = handle_watch(ctx);

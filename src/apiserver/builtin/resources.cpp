@@ -36,7 +36,8 @@ std::vector<Kind> build() {
   std::vector<Row> rows = {
       // core/v1
       {"", "v1", "Namespace", "namespaces", false, {"ns"}, {}, true, false, false,
-       NameRule::kLabel, {"status.phase"}, true},
+       NameRule::kLabel, {"status.phase"}, true,
+       {"create", "delete", "get", "list", "patch", "update", "watch"}},
       {"", "v1", "Pod", "pods", true, {"po"}, all, true, false, false, NameRule::kSubdomain,
        {"spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
         "spec.hostNetwork", "status.phase", "status.podIP", "status.nominatedNodeName"},

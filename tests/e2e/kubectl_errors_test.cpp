@@ -1,0 +1,156 @@
+// Bad input as kubectl users meet it: 422 Invalid, 409 AlreadyExists and
+// Conflict, 404 NotFound. Each request's status code is read from kubectl's
+// -v=6 log line ("POST https://... 422 Unprocessable Entity in 3 milliseconds").
+#include "fixture.h"
+
+namespace vkube::e2e {
+namespace {
+
+const char* kSetup = R"(
+apiVersion: v1
+kind: Namespace
+metadata: {name: errs}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: taken, namespace: errs}
+data: {v: "1"}
+)";
+
+TEST_CASE("invalid objects are refused with 422 and each field's cause", "[e2e]") {
+  Cluster c;
+  c.setup(kSetup);
+  const std::string bad_name = c.file("bad-name.yaml", R"(
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: Bad_Name, namespace: errs}
+)");
+  Result r = c.kubectl({"create", "--validate=false", "-f", bad_name, "-v=6"});
+  CHECK_THAT(r, FailedWith("The ConfigMap \"Bad_Name\" is invalid: metadata.name: Invalid value: "
+                           "\"Bad_Name\": a lowercase RFC 1123 subdomain must consist of"));
+  CHECK_THAT(r.err, Catch::Contains(" 422 Unprocessable Entity "));
+
+  const std::string bad_pod = c.file("bad-pod.yaml", R"(
+apiVersion: v1
+kind: Pod
+metadata: {name: bad-pod, namespace: errs}
+spec:
+  restartPolicy: Sometimes
+  containers:
+  - {name: Bad_C}
+)");
+  Result pod = c.kubectl({"create", "--validate=false", "-f", bad_pod});
+  CHECK_THAT(pod, FailedWith("The Pod \"bad-pod\" is invalid: \n"));
+  CHECK_THAT(pod.err,
+             Catch::Contains("* spec.containers[0].name: Invalid value: \"Bad_C\"") &&
+                 Catch::Contains("* spec.containers[0].image: Required value") &&
+                 Catch::Contains("* spec.restartPolicy: Unsupported value: \"Sometimes\""));
+  CHECK_THAT(c.kubectl({"get", "pod", "bad-pod", "-n", "errs"}), FailedWith("NotFound"));
+
+  // A namespace name must be a DNS-1123 label (no dots).
+  const std::string bad_ns = c.file("bad-ns.yaml", R"(
+apiVersion: v1
+kind: Namespace
+metadata: {name: a.b}
+)");
+  CHECK_THAT(c.kubectl({"create", "--validate=false", "-f", bad_ns}),
+             FailedWith("The Namespace \"a.b\" is invalid: metadata.name: Invalid value: \"a.b\": "
+                        "must not contain dots"));
+
+  // An invalid update is refused too, and the stored object stays.
+  CHECK_THAT(c.kubectl({"patch", "configmap", "taken", "-n", "errs", "--type=merge", "-p",
+                        R"({"metadata":{"labels":{"bad key!":"x"}}})"}),
+             FailedWith("is invalid: metadata.labels: Invalid value: \"bad key!\""));
+  CHECK(c.get_json({"configmap", "taken", "-n", "errs"})["metadata"]
+            .value("labels", nlohmann::json())
+            .is_null());
+  // Immutable fields: a deployment's selector.
+  c.setup(R"(
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: errs}
+spec:
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - {name: nginx, image: "nginx:1.27"}
+)");
+  CHECK_THAT(c.kubectl({"patch", "deployment", "web", "-n", "errs", "--type=merge", "-p",
+                        R"({"spec":{"selector":{"matchLabels":{"app":"other"}},)"
+                        R"("template":{"metadata":{"labels":{"app":"other"}}}}})"}),
+             FailedWith("The Deployment \"web\" is invalid: spec.selector: Invalid value: ") &&
+                 FailedWith("field is immutable"));
+  CHECK(c.get_json({"deployment", "web", "-n", "errs"})["spec"]["selector"]["matchLabels"]["app"] ==
+        "web");
+}
+
+TEST_CASE("conflicts are 409: AlreadyExists on create and Conflict on a stale update", "[e2e]") {
+  Cluster c;
+  c.setup(kSetup);
+  const std::string again = c.file("again.yaml", R"(
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: taken, namespace: errs}
+data: {v: "2"}
+)");
+  Result exists = c.kubectl({"create", "--validate=false", "-f", again, "-v=6"});
+  CHECK_THAT(exists, FailedWith("Error from server (AlreadyExists): error when creating \"" +
+                                again + "\": configmaps \"taken\" already exists"));
+  CHECK_THAT(exists.err, Catch::Contains(" 409 Conflict "));
+  CHECK(c.get_json({"configmap", "taken", "-n", "errs"})["data"]["v"] == "1");
+
+  // replace with the resourceVersion of an older read.
+  nlohmann::json old = c.get_json({"configmap", "taken", "-n", "errs"});
+  REQUIRE_THAT(c.kubectl({"label", "configmap", "taken", "-n", "errs", "moved=on"}), Succeeded());
+  old["data"]["v"] = "stale";
+  const std::string stale = c.file("stale.json", old.dump());
+  Result conflict = c.kubectl({"replace", "--validate=false", "-f", stale, "-v=6"});
+  CHECK_THAT(conflict,
+             FailedWith("Error from server (Conflict): error when replacing \"" + stale +
+                        "\": Operation cannot be fulfilled on configmaps \"taken\": the object has "
+                        "been modified; please apply your changes to the latest version and try "
+                        "again"));
+  CHECK_THAT(conflict.err, Catch::Contains(" 409 Conflict "));
+  CHECK(c.get_json({"configmap", "taken", "-n", "errs"})["data"]["v"] == "1");
+
+  // A patch carrying a stale resourceVersion is a precondition too.
+  CHECK_THAT(c.kubectl({"patch", "configmap", "taken", "-n", "errs", "--type=merge", "-p",
+                        R"({"metadata":{"resourceVersion":")" +
+                            old["metadata"]["resourceVersion"].get<std::string>() +
+                            R"("},"data":{"v":"stale"}})"}),
+             FailedWith("Error from server (Conflict)"));
+  CHECK(c.get_json({"configmap", "taken", "-n", "errs"})["data"]["v"] == "1");
+}
+
+TEST_CASE("missing objects and namespaces and kinds are NotFound", "[e2e]") {
+  Cluster c;
+  c.setup(kSetup);
+  Result get = c.kubectl({"get", "configmap", "nope", "-n", "errs", "-v=6"});
+  CHECK_THAT(get, FailedWith("Error from server (NotFound): configmaps \"nope\" not found"));
+  CHECK_THAT(get.err, Catch::Contains(" 404 Not Found "));
+  CHECK_THAT(c.kubectl({"delete", "secret", "nope", "-n", "errs"}),
+             FailedWith("Error from server (NotFound): secrets \"nope\" not found"));
+  CHECK_THAT(c.kubectl({"get", "namespace", "nope"}),
+             FailedWith("Error from server (NotFound): namespaces \"nope\" not found"));
+  CHECK_THAT(c.kubectl({"get", "deployment", "nope", "-n", "errs"}),
+             FailedWith("Error from server (NotFound): deployments.apps \"nope\" not found"));
+  CHECK_THAT(c.kubectl({"get", "--raw", "/api/v1/namespaces/errs/nothings"}),
+             FailedWith("Error from server (NotFound)"));
+
+  // Creating into a namespace that does not exist.
+  const std::string orphan = c.file("orphan.yaml", R"(
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: orphan, namespace: ghost}
+)");
+  CHECK_THAT(c.kubectl({"create", "--validate=false", "-f", orphan}),
+             FailedWith("Error from server (NotFound): error when creating \"" + orphan +
+                        "\": namespaces \"ghost\" not found"));
+}
+
+}  // namespace
+}  // namespace vkube::e2e
