@@ -1,4 +1,5 @@
 // DELETE of one object, and of a collection.
+#include "codec.h"
 #include "list_common.h"
 #include "object.h"
 #include "server_impl.h"
@@ -18,14 +19,10 @@ Result<DeleteOptions> parse_delete_options(Context& c) {
   DeleteOptions o;
   json body = json::object();
   if (!c.req.body.empty()) {
-    std::string_view ct = c.req.header("Content-Type");
-    if (ct.starts_with("application/vnd.kubernetes.protobuf"))
-      return Status(Code::kUnsupportedMediaType,
-                    "protobuf DeleteOptions are not supported yet; send JSON");
-    body = json::parse(c.req.body, nullptr, false);
-    if (body.is_discarded() || !body.is_object())
-      return Status::bad_request("the body of the request was in an unknown format - accepted "
-                                 "media types include: application/json");
+    auto decoded = decode_request_body(c.req, /*custom_resource=*/false);
+    if (!decoded.is_ok()) return decoded.status();
+    body = std::move(*decoded);
+    if (!body.is_object()) return Status::bad_request("DeleteOptions must be an object");
   }
   if (body.contains("gracePeriodSeconds") && body["gracePeriodSeconds"].is_number_integer())
     o.grace_period = body["gracePeriodSeconds"].get<int64_t>();

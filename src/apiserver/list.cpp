@@ -1,4 +1,5 @@
 // GET of a collection: JSON lists and Tables.
+#include "codec.h"
 #include "list_common.h"
 #include "object.h"
 #include "table.h"
@@ -18,7 +19,7 @@ http::Response handle_list(Context& c) {
   }
   json items = json::array();
   for (json& obj : listed->items) items.push_back(std::move(obj));
-  return json_response(200, {{"kind", c.resource().list_kind()},
+  return body_response(c.req, 200, {{"kind", c.resource().list_kind()},
                              {"apiVersion", c.resource().gv.api_version()},
                              {"metadata", std::move(meta)},
                              {"items", std::move(items)}});

@@ -19,9 +19,13 @@ http::Response handle_patch(Context& c) {
                                  "server-side apply (application/apply-patch+yaml) is not "
                                  "supported by this server yet"));
   const std::string kind = c.resource().kind;
+  const api::Resource& r = c.resource();
+  const schema::Message* message =
+      r.is_custom ? nullptr : schema::Registry::get().find_kind(r.gv.group, r.gv.version, r.kind);
+  const schema::Message* scale = schema::Registry::get().find_kind("autoscaling", "v1", "Scale");
   return guaranteed_update(c, [&](const json& cur) -> Result<json> {
     if (c.info.subresource == "scale") {
-      auto patched = apply_patch(*type, to_scale(c.resource(), cur), c.req.body, "Scale");
+      auto patched = apply_patch(*type, to_scale(c.resource(), cur), c.req.body, scale);
       if (!patched.is_ok()) return patched.status();
       json next = cur;
       VKUBE_RETURN_IF_ERROR(apply_scale(*patched, next));
@@ -32,12 +36,13 @@ http::Response handle_patch(Context& c) {
     json base = cur;
     base["apiVersion"] = c.resource().gv.api_version();
     base["kind"] = kind;
-    auto patched = apply_patch(*type, base, c.req.body, kind);
+    auto patched = apply_patch(*type, base, c.req.body, message);
     if (!patched.is_ok()) return patched.status();
     json next = std::move(patched).value();
     if (!next.is_object()) return Status::bad_request("the patched object is not a JSON object");
     if (!next.contains("metadata") || !next["metadata"].is_object())
       return Status::bad_request("the patch removed the object's metadata");
+    VKUBE_RETURN_IF_ERROR(check_fields(c, next, c.req.body));
     // A resourceVersion the patch did not change is no precondition.
     if (str_at(next["metadata"], "resourceVersion") == str_at(cur["metadata"], "resourceVersion"))
       next["metadata"].erase("resourceVersion");

@@ -18,96 +18,128 @@ Result<PatchType> patch_type(std::string_view ct) {
 
 namespace {
 
-// The merge key of a list field (Go struct tags patchMergeKey), or "" when
-// the list is replaced as a whole (atomic) or is a set of primitives.
-std::string merge_key(std::string_view field, std::string_view parent, const std::string& kind) {
-  if (field == "containers" || field == "initContainers" || field == "ephemeralContainers" ||
-      field == "env" || field == "volumes" || field == "imagePullSecrets" ||
-      field == "resourceClaims" || field == "schedulingGates")
-    return "name";
-  if (field == "volumeMounts") return "mountPath";
-  if (field == "volumeDevices") return "devicePath";
-  if (field == "hostAliases") return "ip";
-  if (field == "conditions") return "type";
-  if (field == "ownerReferences") return "uid";
-  if (field == "topologySpreadConstraints") return "topologyKey";
-  if (field == "ports") {
-    if (parent == "container") return "containerPort";
-    if (kind == "Service" && parent == "spec") return "port";
-  }
-  return {};
+using schema::Field;
+using schema::Message;
+
+// The message a field's values have (the element for lists, the value for
+// maps of messages), or nullptr for scalars and special messages that
+// merge as values (Quantity, Time, IntOrString, raw JSON).
+const Message* value_message(const Field* f) {
+  if (f == nullptr || f->message == nullptr) return nullptr;
+  if (f->message->json_format != schema::JsonFormat::kObject) return nullptr;
+  return f->message;
 }
 
-// Lists of primitives that merge as sets (patchStrategy:merge).
-bool primitive_set(std::string_view field) { return field == "finalizers"; }
+bool merges(const Field* f) {
+  return f != nullptr && f->patch_strategy.find("merge") != std::string::npos;
+}
 
-Status merge_into(json& target, const json& patch, const std::string& kind, std::string_view ctx);
+// Removes the directives ($patch, $retainKeys, $setElementOrder/...) from a
+// value of the patch that is copied as is.
+json strip_directives(const json& v) {
+  if (v.is_object()) {
+    json out = json::object();
+    for (auto it = v.begin(); it != v.end(); ++it)
+      if (!it.key().starts_with("$")) out[it.key()] = strip_directives(it.value());
+    return out;
+  }
+  if (v.is_array()) {
+    json out = json::array();
+    for (const json& e : v)
+      if (!(e.is_object() && e.contains("$patch"))) out.push_back(strip_directives(e));
+    return out;
+  }
+  return v;
+}
 
-Status merge_list(json& target, const json& patch, std::string_view field, std::string_view ctx,
-                  const std::string& kind, const json* order) {
-  std::string key = merge_key(field, ctx, kind);
-  if (!target.is_array()) target = json::array();
-  if (key.empty()) {
-    if (primitive_set(field)) {
-      for (const json& v : patch)
-        if (std::find(target.begin(), target.end(), v) == target.end()) target.push_back(v);
-    } else {
-      target = patch;  // atomic list: replaced
-      // Directive maps inside atomic lists are not expected; drop them.
+Status merge_map(json& target, const json& patch, const Message* m);
+
+// Orders `list` by $setElementOrder: the listed elements in that order, the
+// others (only on the server) after them, in their own order.
+void set_order(json& list, const json& order, const std::string& key) {
+  if (!order.is_array()) return;
+  json sorted = json::array();
+  std::vector<bool> used(list.size(), false);
+  for (const json& o : order) {
+    json k = key.empty() ? o : (o.is_object() ? o.value(key, json()) : json());
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (used[i]) continue;
+      const json& t = list[i];
+      bool same = key.empty() ? t == k : (t.is_object() && t.value(key, json()) == k);
+      if (same) {
+        sorted.push_back(t);
+        used[i] = true;
+        break;
+      }
     }
+  }
+  for (size_t i = 0; i < list.size(); ++i)
+    if (!used[i]) sorted.push_back(list[i]);
+  list = std::move(sorted);
+}
+
+Status merge_list(json& target, const json& patch, const Field* f, const json* order) {
+  if (!merges(f)) {
+    target = strip_directives(patch);  // atomic or replace: the patch's list wins
     return Status::ok();
   }
-  std::string child_ctx = (field == "containers" || field == "initContainers" ||
-                           field == "ephemeralContainers") ? "container" : std::string(field);
+  if (!target.is_array()) target = json::array();
+  const std::string& key = f->patch_merge_key;
+  if (key.empty()) {
+    // A set of primitives: union, keeping the server's order.
+    for (const json& v : patch)
+      if (std::find(target.begin(), target.end(), v) == target.end()) target.push_back(v);
+    if (order) set_order(target, *order, "");
+    return Status::ok();
+  }
+  const Message* elem = value_message(f);
+  // {"$patch": "replace"} anywhere in the list: the rest of the list replaces it.
   for (const json& item : patch) {
-    if (!item.is_object() || !item.contains(key)) {
-      if (item.is_object() && item.value("$patch", "") == "replace") {
-        target = json::array();
-        continue;
-      }
-      return Status::bad_request("strategic merge patch: an element of " + std::string(field) +
-                                 " has no merge key \"" + key + "\"");
+    if (item.is_object() && item.value("$patch", "") == "replace" && !item.contains(key)) {
+      json out = json::array();
+      for (const json& e : patch)
+        if (!(e.is_object() && e.contains("$patch") && !e.contains(key))) out.push_back(strip_directives(e));
+      target = std::move(out);
+      return Status::ok();
     }
+  }
+  for (const json& item : patch) {
+    if (!item.is_object() || !item.contains(key))
+      return Status::bad_request("map: " + item.dump() + " does not contain declared merge key: " + key);
     auto it = std::find_if(target.begin(), target.end(), [&](const json& t) {
       return t.is_object() && t.contains(key) && t[key] == item[key];
     });
     std::string directive = item.value("$patch", "");
     if (directive == "delete") {
-      if (it != target.end()) target.erase(it);
+      while (it != target.end()) {  // every element with that key
+        target.erase(it);
+        it = std::find_if(target.begin(), target.end(), [&](const json& t) {
+          return t.is_object() && t.contains(key) && t[key] == item[key];
+        });
+      }
       continue;
     }
     if (directive == "replace") {
-      json copy = item;
-      copy.erase("$patch");
-      if (it != target.end()) *it = copy;
-      else target.push_back(copy);
+      json copy = strip_directives(item);
+      if (it != target.end()) *it = std::move(copy);
+      else target.push_back(std::move(copy));
       continue;
     }
+    if (!directive.empty() && directive != "merge")
+      return Status::bad_request("unknown patch type: " + directive + " in map: " + item.dump());
     if (it == target.end()) {
       json fresh = json::object();
-      VKUBE_RETURN_IF_ERROR(merge_into(fresh, item, kind, child_ctx));
+      VKUBE_RETURN_IF_ERROR(merge_map(fresh, item, elem));
       target.push_back(std::move(fresh));
     } else {
-      VKUBE_RETURN_IF_ERROR(merge_into(*it, item, kind, child_ctx));
+      VKUBE_RETURN_IF_ERROR(merge_map(*it, item, elem));
     }
   }
-  if (order && order->is_array()) {
-    // $setElementOrder: listed elements first, in that order; others after.
-    json sorted = json::array();
-    for (const json& o : *order) {
-      json k = o.is_object() ? o.value(key, json()) : o;
-      auto it = std::find_if(target.begin(), target.end(),
-                             [&](const json& t) { return t.is_object() && t.value(key, json()) == k; });
-      if (it != target.end()) sorted.push_back(*it);
-    }
-    for (const json& t : target)
-      if (std::find(sorted.begin(), sorted.end(), t) == sorted.end()) sorted.push_back(t);
-    target = std::move(sorted);
-  }
+  if (order) set_order(target, *order, key);
   return Status::ok();
 }
 
-Status merge_into(json& target, const json& patch, const std::string& kind, std::string_view ctx) {
+Status merge_map(json& target, const json& patch, const Message* m) {
   if (!patch.is_object()) {
     target = patch;
     return Status::ok();
@@ -115,16 +147,18 @@ Status merge_into(json& target, const json& patch, const std::string& kind, std:
   if (!target.is_object()) target = json::object();
   std::string directive = patch.value("$patch", "");
   if (directive == "replace") {
-    target = patch;
-    target.erase("$patch");
+    target = strip_directives(patch);
     return Status::ok();
   }
   if (directive == "delete") {
     target = json::object();
     return Status::ok();
   }
-  if (patch.contains("$retainKeys") && patch["$retainKeys"].is_array()) {
+  if (!directive.empty() && directive != "merge")
+    return Status::bad_request("unknown patch type: " + directive + " in map: " + patch.dump());
+  if (patch.contains("$retainKeys")) {
     const json& keep = patch["$retainKeys"];
+    if (!keep.is_array()) return Status::bad_request("$retainKeys must be a list of field names");
     for (auto it = target.begin(); it != target.end();) {
       if (std::find(keep.begin(), keep.end(), it.key()) == keep.end()) it = target.erase(it);
       else ++it;
@@ -132,53 +166,80 @@ Status merge_into(json& target, const json& patch, const std::string& kind, std:
   }
   for (auto it = patch.begin(); it != patch.end(); ++it) {
     const std::string& k = it.key();
+    const json& v = it.value();
     if (k.starts_with("$deleteFromPrimitiveList/")) {
       std::string field = k.substr(25);
-      if (target.contains(field) && target[field].is_array() && it.value().is_array()) {
+      if (!v.is_array()) return Status::bad_request(k + " must be a list");
+      if (target.contains(field) && target[field].is_array()) {
         json& list = target[field];
-        for (const json& v : it.value()) list.erase(std::remove(list.begin(), list.end(), v), list.end());
+        for (const json& d : v) list.erase(std::remove(list.begin(), list.end(), d), list.end());
       }
       continue;
     }
-    if (k[0] == '$') continue;  // $setElementOrder is applied with its list; $patch, $retainKeys above
-    const json& v = it.value();
+    if (k.starts_with("$")) continue;  // $setElementOrder with its list; $patch, $retainKeys above
     if (v.is_null()) {
       target.erase(k);
       continue;
     }
+    const Field* f = m ? m->field(k) : nullptr;
     if (v.is_array()) {
       const json* order = nullptr;
-      std::string order_key = "$setElementOrder/" + k;
-      if (patch.contains(order_key)) order = &patch[order_key];
-      if (!target.contains(k)) target[k] = json::array();
-      VKUBE_RETURN_IF_ERROR(merge_list(target[k], v, k, ctx, kind, order));
+      auto o = patch.find("$setElementOrder/" + k);
+      if (o != patch.end()) order = &*o;
+      json& t = target[k];
+      if (t.is_null()) t = json::array();
+      VKUBE_RETURN_IF_ERROR(merge_list(t, v, f, order));
     } else if (v.is_object()) {
-      VKUBE_RETURN_IF_ERROR(merge_into(target[k], v, kind, k));
+      // Maps of strings (labels) and messages merge key by key; a map of
+      // messages merges each value with the value's message.
+      const Message* sub = nullptr;
+      if (f != nullptr && !f->is_map) sub = value_message(f);
+      if (f != nullptr && f->is_map) {
+        json& t = target[k];
+        if (!t.is_object()) t = json::object();
+        if (v.value("$patch", "") == "replace") {
+          t = strip_directives(v);
+          continue;
+        }
+        for (auto e = v.begin(); e != v.end(); ++e) {
+          if (e.key().starts_with("$")) continue;
+          if (e.value().is_null()) t.erase(e.key());
+          else if (f->map_value == schema::Type::kMessage && value_message(f) && e.value().is_object())
+            VKUBE_RETURN_IF_ERROR(merge_map(t[e.key()], e.value(), value_message(f)));
+          else t[e.key()] = e.value();
+        }
+      } else if (f != nullptr && f->message != nullptr && sub == nullptr) {
+        target[k] = strip_directives(v);  // a special message (raw JSON): a value
+      } else {
+        VKUBE_RETURN_IF_ERROR(merge_map(target[k], v, sub));
+      }
     } else {
       target[k] = v;
     }
   }
-  // An order given for a list the patch did not otherwise touch.
+  // An order for a list the patch did not otherwise touch.
   for (auto it = patch.begin(); it != patch.end(); ++it) {
     if (!it.key().starts_with("$setElementOrder/")) continue;
     std::string field = it.key().substr(17);
-    if (!patch.contains(field) && target.contains(field))
-      VKUBE_RETURN_IF_ERROR(merge_list(target[field], json::array(), field, ctx, kind, &it.value()));
+    if (!patch.contains(field) && target.contains(field) && target[field].is_array()) {
+      const Field* f = m ? m->field(field) : nullptr;
+      set_order(target[field], it.value(), f ? f->patch_merge_key : "");
+    }
   }
   return Status::ok();
 }
 
 }  // namespace
 
-Result<json> strategic_merge(const json& target, const json& patch, const std::string& kind) {
+Result<json> strategic_merge(const json& target, const json& patch, const schema::Message* m) {
   if (!patch.is_object()) return Status::bad_request("a strategic merge patch must be a JSON object");
   json out = target;
-  VKUBE_RETURN_IF_ERROR(merge_into(out, patch, kind, ""));
+  VKUBE_RETURN_IF_ERROR(merge_map(out, patch, m));
   return out;
 }
 
 Result<json> apply_patch(PatchType type, const json& target, std::string_view body,
-                         const std::string& kind) {
+                         const schema::Message* m) {
   json patch = json::parse(body, nullptr, false);
   if (patch.is_discarded())
     return Status::bad_request("the patch is not valid JSON");
@@ -202,7 +263,7 @@ Result<json> apply_patch(PatchType type, const json& target, std::string_view bo
       return out;
     }
     case PatchType::kStrategic:
-      return strategic_merge(target, patch, kind);
+      return strategic_merge(target, patch, m);
     case PatchType::kApply:
       break;
   }

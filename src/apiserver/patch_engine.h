@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "vkube/common/status.h"
+#include "vkube/schema/schema.h"
 
 namespace vkube::apiserver {
 
@@ -18,16 +19,18 @@ enum class PatchType { kJson, kMerge, kStrategic, kApply };
 // From a PATCH Content-Type; kUnsupportedMediaType for others.
 Result<PatchType> patch_type(std::string_view content_type);
 
-// Applies `patch` to `target` (an object of `kind`). kBadRequest (400) for a
+// Applies `patch` to `target`, an object of message `m` (nullptr when the
+// kind has no description: custom resources). kBadRequest (400) for a
 // malformed patch, kInvalid (422) for a JSON patch that does not apply or a
 // failed `test` operation.
 Result<json> apply_patch(PatchType type, const json& target, std::string_view patch,
-                         const std::string& kind);
+                         const schema::Message* m);
 
-// Strategic merge patch of `patch` into `target`: maps merge recursively,
-// lists of objects merge by their merge key (containers by name, ...), with
-// the directives $patch (replace, delete, merge), $setElementOrder/<list>,
-// $retainKeys and $deleteFromPrimitiveList/<list>.
-Result<json> strategic_merge(const json& target, const json& patch, const std::string& kind);
+// Strategic merge patch of `patch` into `target`, following the patch
+// strategies and merge keys the type registry gives each list field (lists
+// without "merge" are replaced), with the directives $patch (replace,
+// delete, merge), $setElementOrder/<list>, $retainKeys and
+// $deleteFromPrimitiveList/<list>.
+Result<json> strategic_merge(const json& target, const json& patch, const schema::Message* m);
 
 }  // namespace vkube::apiserver

@@ -1,9 +1,10 @@
 // The handler chain (kube-apiserver's DefaultBuildHandlerChain), in one place:
-// panic recovery -> request info -> authn -> in-flight limit -> authz ->
-// router -> verb handler.
+// panic recovery -> request info -> authn -> impersonation -> in-flight limit
+// -> authz -> router -> verb handler.
 #include <algorithm>
 #include <chrono>
 
+#include "authz.h"
 #include "server_impl.h"
 #include "service_ips.h"
 #include "vkube/common/log.h"
@@ -18,7 +19,8 @@ std::unique_ptr<ApiServer> ApiServer::create(Options options) {
 Server::Server(Options options)
     : options_(std::move(options)),
       watches_(std::make_unique<WatchDispatcher>(metrics_)),
-      service_ips_(std::make_unique<ServiceIpAllocator>(options_.service_cidr)) {
+      service_ips_(std::make_unique<ServiceIpAllocator>(options_.service_cidr)),
+      authorizer_(std::make_unique<Authorizer>(options_.backend)) {
   service_ips_->set_backend(options_.backend);
 }
 
@@ -27,6 +29,7 @@ Server::~Server() { shutdown(); }
 void Server::shutdown() {
   ready_ = false;
   watches_->shutdown();
+  authorizer_->shutdown();
 }
 
 namespace {
@@ -38,17 +41,14 @@ bool is_public_path(std::string_view path) {
   return false;
 }
 
-std::optional<UserInfo> authenticate(const Server& s, const http::Request& req) {
-  if (req.peer) return UserInfo{req.peer->common_name, req.peer->organizations};
-  std::string_view auth = req.header("Authorization");
-  if (auth.size() > 7 && (auth.starts_with("Bearer ") || auth.starts_with("bearer "))) {
-    std::string token(auth.substr(7));
-    auto it = s.options().tokens.find(token);
-    if (it != s.options().tokens.end()) return it->second;
-    return std::nullopt;
+// A Warning header value (RFC 7234 warn-code 299, quoted-string text).
+std::string warning_header(const std::string& text) {
+  std::string out = "299 - \"";
+  for (char ch : text) {
+    if (ch == '"' || ch == '\\') out.push_back('\\');
+    out.push_back(ch);
   }
-  if (s.options().allow_anonymous) return UserInfo{"system:anonymous", {"system:unauthenticated"}};
-  return std::nullopt;
+  return out + "\"";
 }
 
 bool is_mutating(const std::string& method) {
@@ -87,11 +87,14 @@ http::Response Server::handle(http::Request& req) {
 }
 
 http::Response Server::chain(http::Request& req, const RequestInfo& info) {
-  std::optional<UserInfo> user = authenticate(*this, req);
-  if (!user && !is_public_path(req.path)) {
+  std::optional<UserInfo> authenticated = authenticate(options_, req);
+  if (!authenticated && !is_public_path(req.path)) {
     return error_response(Status(Code::kUnauthorized, "Unauthorized"));
   }
-  UserInfo anonymous{"system:anonymous", {"system:unauthenticated"}};
+  UserInfo user = authenticated ? std::move(*authenticated)
+                                : UserInfo{std::string(rbac::kAnonymousUser),
+                                           {std::string(rbac::kUnauthenticatedGroup)}, ""};
+  if (auto err = impersonate(*authorizer_, req, user)) return error_response(*err);
 
   // Long-running requests (watches) do not count against the limits.
   const bool long_running = info.verb == "watch";
@@ -119,9 +122,13 @@ http::Response Server::chain(http::Request& req, const RequestInfo& info) {
     }
   } release{long_running ? nullptr : &counter, &metrics_};
 
-  // Authorization: every authenticated user may do everything until RBAC
-  // enforcement lands (the tenant's admin is the only user today).
-  return route(req, info, user ? *user : anonymous);
+  // Authorization (RBAC). system:masters skips the policy lookup.
+  if (!rbac::is_privileged(user.groups)) {
+    rbac::Attributes attrs = request_attributes(req, info, user);
+    rbac::Decision d = authorizer_->authorize(attrs);
+    if (!d.allowed) return error_response(forbidden(attrs, d.reason));
+  }
+  return route(req, info, user);
 }
 
 http::Response Server::route(http::Request& req, const RequestInfo& info, const UserInfo& user) {
@@ -181,7 +188,8 @@ http::Response Server::route(http::Request& req, const RequestInfo& info, const 
   if (sub.empty() && std::find(kind->resource.verbs.begin(), kind->resource.verbs.end(), verb) ==
                          kind->resource.verbs.end())
     return error_response(method_not_supported(kind->resource, verb));
-  if (verb == "get") resp = handle_get(ctx);
+  if (kind->create_only) resp = handle_review(ctx);
+  else if (verb == "get") resp = handle_get(ctx);
   else if (verb == "list") resp = handle_list(ctx);
   else if (verb == "watch") resp = handle_watch(ctx);
   else if (verb == "create") resp = handle_create(ctx);
@@ -190,7 +198,7 @@ http::Response Server::route(http::Request& req, const RequestInfo& info, const 
   else if (verb == "delete") resp = handle_delete(ctx);
   else if (verb == "deletecollection") resp = handle_delete_collection(ctx);
   else resp = error_response(method_not_supported(kind->resource, verb));
-  for (const auto& w : ctx.warnings) resp.headers.push_back({"Warning", "299 - \"" + w + "\""});
+  for (const auto& w : ctx.warnings) resp.headers.push_back({"Warning", warning_header(w)});
   return resp;
 }
 

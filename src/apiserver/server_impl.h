@@ -17,6 +17,7 @@ namespace vkube::apiserver {
 
 class WatchDispatcher;
 class ServiceIpAllocator;
+class Authorizer;
 
 class Server final : public ApiServer {
  public:
@@ -26,6 +27,7 @@ class Server final : public ApiServer {
   http::Response handle(http::Request& request) override;
   void set_ready(bool ready) override { ready_ = ready; }
   void shutdown() override;
+  Status ensure_bootstrap_policy() override;
 
   const Options& options() const { return options_; }
   storage::Backend& backend() { return *options_.backend; }
@@ -33,6 +35,7 @@ class Server final : public ApiServer {
   Metrics& metrics() { return metrics_; }
   WatchDispatcher& watches() { return *watches_; }
   ServiceIpAllocator& service_ips() { return *service_ips_; }
+  Authorizer& authorizer() { return *authorizer_; }
   bool ready() const { return ready_; }
 
  private:
@@ -44,6 +47,7 @@ class Server final : public ApiServer {
   Metrics metrics_;
   std::unique_ptr<WatchDispatcher> watches_;
   std::unique_ptr<ServiceIpAllocator> service_ips_;
+  std::unique_ptr<Authorizer> authorizer_;
   std::atomic<bool> ready_{false};
   std::atomic<size_t> inflight_{0};
   std::atomic<size_t> inflight_mutating_{0};
@@ -77,6 +81,9 @@ http::Response handle_update(Context& c);
 http::Response handle_patch(Context& c);
 http::Response handle_delete(Context& c);
 http::Response handle_delete_collection(Context& c);
+// POST of a kind that is never stored (Kind::create_only): the access
+// reviews, answered by the authorizer (reviews.cpp).
+http::Response handle_review(Context& c);
 
 // Non-resource endpoints.
 http::Response handle_discovery(Server& s, const http::Request& req, const RequestInfo& info);
@@ -86,6 +93,11 @@ http::Response handle_openapi(Server& s, const http::Request& req);
 // Parses a JSON object body; fills apiVersion/kind when absent (the Python
 // client omits them) and checks them against the resource otherwise.
 Result<json> decode_body(Context& c);
+// fieldValidation (Ignore, Warn (the default) or Strict): unknown fields of
+// `obj` and duplicate keys in `raw_json` (may be empty) become warnings or a
+// 400 naming every one; unknown fields are dropped unless Strict refuses
+// them (kube never stores a field its types do not have).
+Status check_fields(Context& c, json& obj, std::string_view raw_json);
 // Checks the dryRun parameter ("All" or absent).
 Status check_dry_run(const Context& c);
 // Validates generic metadata and the kind's rules; Invalid error if any.

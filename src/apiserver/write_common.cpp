@@ -1,4 +1,7 @@
 // Steps shared by create, update, patch and delete.
+#include "authz.h"
+#include "codec.h"
+#include "vkube/schema/validation.h"
 #include "object.h"
 #include "server_impl.h"
 #include "table.h"
@@ -7,15 +10,9 @@
 namespace vkube::apiserver {
 
 Result<json> decode_body(Context& c) {
-  std::string_view ct = c.req.header("Content-Type");
-  if (ct.starts_with("application/vnd.kubernetes.protobuf"))
-    return Status(Code::kUnsupportedMediaType,
-                  "the body of the request was in an unknown format - accepted media types "
-                  "include: application/json, application/yaml");
-  json obj = json::parse(c.req.body, nullptr, false);
-  if (obj.is_discarded())
-    return Status::bad_request("the body of the request was in an unknown format - accepted "
-                               "media types include: application/json, application/yaml");
+  auto decoded = decode_request_body(c.req, c.resource().is_custom);
+  if (!decoded.is_ok()) return decoded.status();
+  json obj = std::move(*decoded);
   if (!obj.is_object()) return Status::bad_request("the request body must be a JSON object");
   const api::Resource& r = c.resource();
   std::string api_version = str_at(obj, "apiVersion");
@@ -32,7 +29,43 @@ Result<json> decode_body(Context& c) {
   if (!obj.contains("metadata")) obj["metadata"] = json::object();
   if (!obj["metadata"].is_object())
     return Status::bad_request("metadata: the field must be an object");
+  if (c.info.subresource != "scale")
+    VKUBE_RETURN_IF_ERROR(check_fields(c, obj, is_protobuf(c.req.header("Content-Type"))
+                                                   ? std::string_view()
+                                                   : std::string_view(c.req.body)));
   return obj;
+}
+
+Status check_fields(Context& c, json& obj, std::string_view raw_json) {
+  // kube-apiserver's default when the client does not say is Warn.
+  std::string mode = c.param("fieldValidation").value_or("Warn");
+  if (mode != "Ignore" && mode != "Warn" && mode != "Strict")
+    return Status::bad_request("fieldValidation: Unsupported value: \"" + mode +
+                               "\": supported values: \"Ignore\", \"Strict\", \"Warn\"");
+  const api::Resource& r = c.resource();
+  if (r.is_custom) return Status::ok();  // custom resources are checked against their CRD schema
+  const schema::Message* m = schema::Registry::get().find_kind(r.gv.group, r.gv.version, r.kind);
+  if (m == nullptr) return Status::ok();
+  if (mode == "Ignore") {
+    schema::drop_unknown_fields(*m, obj);
+    return Status::ok();
+  }
+  std::vector<std::string> problems;
+  if (!raw_json.empty())
+    for (auto& p : schema::duplicate_fields(raw_json)) problems.push_back("duplicate field \"" + p + "\"");
+  for (auto& p : schema::unknown_fields(*m, obj)) problems.push_back("unknown field \"" + p + "\"");
+  if (problems.empty()) return Status::ok();
+  if (mode == "Warn") {
+    for (auto& p : problems)
+      if (std::find(c.warnings.begin(), c.warnings.end(), p) == c.warnings.end())
+        c.warnings.push_back(std::move(p));
+    schema::drop_unknown_fields(*m, obj);
+    return Status::ok();
+  }
+  std::string msg = r.kind + " in version \"" + r.gv.version + "\" cannot be handled as a " + r.kind +
+                    ": strict decoding error: ";
+  for (size_t i = 0; i < problems.size(); ++i) msg += (i ? ", " : "") + problems[i];
+  return Status::bad_request(msg);
 }
 
 Status check_dry_run(const Context& c) {
@@ -95,7 +128,7 @@ std::optional<ApiError> validate_object(Context& c, const json& obj, const json*
   check_string_map(meta.value("labels", json()), "metadata.labels", true, errs);
   check_string_map(meta.value("annotations", json()), "metadata.annotations", false, errs);
   builtin::validate(c.resource(), obj, old, errs);
-  if (errs.empty()) return std::nullopt;
+  if (errs.empty()) return admit_rbac(c, obj);
   return invalid(c.resource(), name, errs);
 }
 
@@ -132,7 +165,7 @@ http::Response object_response(Context& c, int code, json obj) {
   }
   obj["apiVersion"] = c.resource().gv.api_version();
   obj["kind"] = c.resource().kind;
-  return json_response(code, obj);
+  return body_response(c.req, code, obj);
 }
 
 ApiError storage_error(const Context& c, const Status& s, const std::string& name) {
@@ -219,7 +252,11 @@ Result<std::optional<json>> commit_update(Context& c, const std::string& key, co
     if (!kv.is_ok()) return kv.status();
     return std::optional<json>();
   }
-  if (c.dry_run()) return std::optional<json>(std::move(next));
+  if (c.dry_run()) {
+    // Nothing is written, so the object keeps the revision it has.
+    next["metadata"]["resourceVersion"] = std::to_string(expected);
+    return std::optional<json>(std::move(next));
+  }
   auto kv = b.update(key, encode_for_storage(next), expected);
   if (!kv.is_ok()) return kv.status();
   next["metadata"]["resourceVersion"] = std::to_string(kv->mod_revision);

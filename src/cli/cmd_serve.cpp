@@ -44,6 +44,9 @@ int run_serve(const Args& args) {
   std::string& listen = flags.add_string("listen", "127.0.0.1:6443", "HOST:PORT to serve on (port 0: any free port)");
   std::string& sans = flags.add_string("tls-san", "", "extra serving certificate names, comma-separated");
   std::string& name = flags.add_string("name", "vkube", "tenant name (kubeconfig cluster and context)");
+  std::string& token_file = flags.add_string(
+      "token-auth-file", "",
+      "static bearer tokens, one user a line: token,user,uid,\"group1,group2\" (as kube-apiserver)");
   if (int rc = parse_or_exit(flags, log_flags, args); rc >= 0) return rc;
   if (data_dir.empty()) return fail("--data-dir is required");
 
@@ -53,6 +56,7 @@ int run_serve(const Args& args) {
   o.data_dir = data_dir;
   o.listen = listen;
   o.name = name;
+  o.token_auth_file = token_file;
   for (size_t i = 0; i < sans.size();) {
     size_t j = sans.find(',', i);
     if (j == std::string::npos) j = sans.size();

@@ -89,6 +89,13 @@ class TenantImpl final : public Tenant {
 
     apiserver::Options ao;
     ao.backend = cache_.get();
+    if (!o.token_auth_file.empty()) {
+      auto tokens = apiserver::load_token_file(o.token_auth_file);
+      if (!tokens.is_ok()) return tokens.status();
+      ao.tokens = std::move(tokens).value();
+      VKUBE_LOG(info, "static tokens loaded", {"file", o.token_auth_file},
+                {"tokens", ao.tokens.size()});
+    }
     api_ = apiserver::ApiServer::create(ao);
 
     http::ServerOptions ho;
@@ -111,8 +118,9 @@ class TenantImpl final : public Tenant {
   }
 
  private:
-  // The namespaces every cluster has.
+  // The namespaces every cluster has, and the bootstrap RBAC policy.
   Status bootstrap() {
+    VKUBE_RETURN_IF_ERROR(api_->ensure_bootstrap_policy());
     for (const char* ns : {"default", "kube-system", "kube-public", "kube-node-lease"}) {
       http::Request req;
       req.method = "POST";

@@ -18,6 +18,9 @@ struct TenantOptions {
   std::vector<std::string> tls_sans;      // extra serving-certificate names
   std::string name = "vkube";             // kubeconfig cluster/context name
   bool sync = true;                       // durable writes
+  // kube-apiserver's static token file (token,user,uid,"group1,group2");
+  // empty: only the admin certificate authenticates.
+  std::string token_auth_file;
 };
 
 class Tenant {

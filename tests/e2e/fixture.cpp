@@ -42,7 +42,7 @@ std::vector<std::string> columns(const std::string& line) {
   return out;
 }
 
-Cluster::Cluster() {
+Cluster::Cluster(const std::string& token_auth_csv) {
   std::string tmpl = (fs::temp_directory_path() / "vkube-e2e-XXXXXX").string();
   if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
   dir_ = tmpl;
@@ -50,6 +50,10 @@ Cluster::Cluster() {
 
   Spawn s;
   s.argv = {VKUBE_BINARY, "serve", "--data-dir", dir_ + "/data", "--listen", "127.0.0.1:0"};
+  if (!token_auth_csv.empty()) {
+    write_file(dir_ + "/tokens.csv", token_auth_csv);
+    s.argv.insert(s.argv.end(), {"--token-auth-file", dir_ + "/tokens.csv"});
+  }
   s.out_path = dir_ + "/server.out";
   s.err_path = dir_ + "/server.log";
   server_ = std::make_unique<Process>(s);
@@ -121,6 +125,16 @@ Process Cluster::kubectl_background(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {kubectl_path()};
   argv.insert(argv.end(), args.begin(), args.end());
   return Process(spawn(argv));
+}
+
+std::string Cluster::token_kubeconfig(const std::string& user, const std::string& token) {
+  return file(user + ".kubeconfig", "apiVersion: v1\nkind: Config\nclusters:\n- name: vkube\n"
+                                    "  cluster:\n    server: " + url_ +
+                                    "\n    certificate-authority: " + dir_ + "/data/pki/ca.crt\n"
+                                    "users:\n- name: " + user + "\n  user:\n    token: " + token +
+                                    "\ncontexts:\n- name: " + user + "\n  context:\n"
+                                    "    cluster: vkube\n    user: " + user +
+                                    "\ncurrent-context: " + user + "\n");
 }
 
 std::string Cluster::file(const std::string& name, const std::string& content) {

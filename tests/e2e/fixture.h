@@ -27,7 +27,9 @@ inline const std::string kPython = "/usr/bin/python3";
 // SIGTERM and removes the directory. Not thread-safe.
 class Cluster {
  public:
-  Cluster();
+  // `token_auth_csv`, when not empty, is written to DIR/tokens.csv and served
+  // with --token-auth-file (token,user,uid,"group1,group2" lines).
+  explicit Cluster(const std::string& token_auth_csv = "");
   ~Cluster();
   Cluster(const Cluster&) = delete;
   Cluster& operator=(const Cluster&) = delete;
@@ -44,6 +46,10 @@ class Cluster {
   Process kubectl_background(const std::vector<std::string>& args);
   // Runs any program with the same environment as kubectl.
   Result run(const std::vector<std::string>& argv, seconds timeout = seconds(30));
+
+  // Writes a kubeconfig for a bearer-token user of this server and returns
+  // its path; pass it as `kubectl --kubeconfig PATH ...`.
+  std::string token_kubeconfig(const std::string& user, const std::string& token);
 
   // Writes `content` to DIR/name and returns the path.
   std::string file(const std::string& name, const std::string& content);

@@ -293,10 +293,10 @@ TEST_CASE("kubectl scale a deployment created from YAML", "[e2e]") {
              FailedWith("deployments.apps \"nope\" not found"));
 }
 
-// kubectl 1.32 sends protobuf bodies for these; the server answers 415 until
-// protobuf request bodies are implemented (next issue).
+// kubectl 1.32 sends protobuf bodies for these (Content-Type
+// application/vnd.kubernetes.protobuf, decoded through the type registry).
 TEST_CASE("kubectl create namespace and configmap and secret and deployment and service",
-          "[e2e][!mayfail]") {
+          "[e2e]") {
   Cluster c;
   CHECK_THAT(c.kubectl({"create", "namespace", "imp"}), Succeeded());
   CHECK_THAT(c.kubectl({"create", "configmap", "cfg", "-n", "imp", "--from-literal=a=b"}),
@@ -308,10 +308,30 @@ TEST_CASE("kubectl create namespace and configmap and secret and deployment and 
   CHECK_THAT(c.kubectl({"create", "service", "clusterip", "svc", "-n", "imp", "--tcp=80:8080"}),
              Succeeded());
   Result all = c.kubectl(
-      {"get", "configmap/cfg,secret/sec,deployment/dep,service/svc", "-n", "imp", "-o", "name"});
+      {"get", "configmap/cfg", "secret/sec", "deployment/dep", "service/svc", "-n", "imp", "-o", "name"});
   CHECK(lines(all.out) ==
         Names{"configmap/cfg", "secret/sec", "deployment.apps/dep", "service/svc"});
   CHECK(c.kubectl({"get", "secret", "sec", "-n", "imp", "-o", "jsonpath={.data.a}"}).out == "Yg==");
+  CHECK(c.kubectl({"get", "configmap", "cfg", "-n", "imp", "-o", "jsonpath={.data.a}"}).out == "b");
+  // The Deployment kubectl built: its pod template and container came through.
+  CHECK(c.kubectl({"get", "deployment", "dep", "-n", "imp", "-o",
+                   "jsonpath={.spec.replicas} {.spec.template.spec.containers[0].image} "
+                   "{.spec.selector.matchLabels.app}"})
+            .out == "1 nginx:1.27 dep");
+  CHECK(c.kubectl({"get", "service", "svc", "-n", "imp", "-o",
+                   "jsonpath={.spec.ports[0].port}/{.spec.ports[0].targetPort}"})
+            .out == "80/8080");
+  // Zero replicas is a value, not an unset field.
+  CHECK_THAT(c.kubectl({"create", "deployment", "zero", "-n", "imp", "--image=nginx", "--replicas=0"}),
+             Succeeded());
+  CHECK(c.kubectl({"get", "deployment", "zero", "-n", "imp", "-o", "jsonpath={.spec.replicas}"}).out ==
+        "0");
+  CHECK_THAT(c.kubectl({"create", "serviceaccount", "robot", "-n", "imp"}), Succeeded());
+  CHECK_THAT(c.kubectl({"create", "secret", "docker-registry", "pull", "-n", "imp",
+                        "--docker-server=r.example", "--docker-username=u", "--docker-password=p"}),
+             Succeeded());
+  CHECK(c.kubectl({"get", "secret", "pull", "-n", "imp", "-o", "jsonpath={.type}"}).out ==
+        "kubernetes.io/dockerconfigjson");
 }
 
 }  // namespace

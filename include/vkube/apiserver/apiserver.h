@@ -17,11 +17,13 @@ namespace vkube::apiserver {
 struct UserInfo {
   std::string name;
   std::vector<std::string> groups;
+  std::string uid;
 };
 
 struct Options {
   storage::Backend* backend = nullptr;  // not owned; outlives the server
-  // Static bearer tokens: token -> user.
+  // Static bearer tokens: token -> user (see load_token_file). Every
+  // authenticated user is also in the group system:authenticated.
   std::map<std::string, UserInfo> tokens;
   // Accept requests without credentials as system:anonymous (tests only).
   bool allow_anonymous = false;
@@ -44,6 +46,24 @@ class ApiServer {
   virtual void set_ready(bool ready) = 0;
   // Ends open watches and background loops (before the backend closes).
   virtual void shutdown() = 0;
+
+  // Creates the bootstrap RBAC policy objects that are missing (kube's
+  // rbac/bootstrap-roles post-start hook): cluster-admin (bound to group
+  // system:masters), admin, edit, view, system:discovery, system:basic-user
+  // and system:public-info-viewer (bound to system:authenticated, the last
+  // also to system:unauthenticated). Existing objects are left as they are.
+  // kInternal with the server's answer when a create fails.
+  virtual Status ensure_bootstrap_policy() = 0;
 };
+
+// Reads kube-apiserver's --token-auth-file: CSV lines
+//   token,user,uid[,"group1,group2"]
+// Blank lines are skipped; a later line with the same token wins. kInvalid
+// naming the file and line for a line with fewer than three columns, an empty
+// token or user, or an unterminated quote; kUnavailable when it cannot be read.
+Result<std::map<std::string, UserInfo>> load_token_file(const std::string& path);
+// The same, from the file's text (for tests); `path` only names it in errors.
+Result<std::map<std::string, UserInfo>> parse_token_file(std::string_view text,
+                                                         const std::string& path);
 
 }  // namespace vkube::apiserver

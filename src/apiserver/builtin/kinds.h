@@ -25,6 +25,9 @@ struct Kind {
   NameRule name_rule = NameRule::kSubdomain;
   bool has_generation = false;         // metadata.generation tracks spec changes
   bool return_deleted_object = false;  // DELETE answers with the object, not a Status
+  // Never stored: a POST answers with the object, its status computed from
+  // the request (the access reviews). Verbs: create only.
+  bool create_only = false;
 };
 
 // Every built-in resource, one row each (builtin/resources.cpp).

@@ -23,6 +23,7 @@ struct Row {
   bool return_deleted = false;
   std::vector<std::string> verbs = {};
   const char* storage_of = "";
+  bool create_only = false;
 };
 
 std::string lowercase(std::string s) {
@@ -113,6 +114,18 @@ std::vector<Kind> build() {
       {"autoscaling", "v1", "HorizontalPodAutoscaler", "horizontalpodautoscalers", true, {"hpa"},
        all, true, false, true, NameRule::kSubdomain, {}, false, {},
        "autoscaling/horizontalpodautoscalers"},
+      // authorization.k8s.io/v1 and authentication.k8s.io/v1: reviews, computed
+      // by the authorizer (reviews.cpp), never stored.
+      {"authorization.k8s.io", "v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews",
+       false, {}, {}, false, false, false, NameRule::kSubdomain, {}, false, {"create"}, "", true},
+      {"authorization.k8s.io", "v1", "SelfSubjectRulesReview", "selfsubjectrulesreviews", false,
+       {}, {}, false, false, false, NameRule::kSubdomain, {}, false, {"create"}, "", true},
+      {"authorization.k8s.io", "v1", "SubjectAccessReview", "subjectaccessreviews", false, {},
+       {}, false, false, false, NameRule::kSubdomain, {}, false, {"create"}, "", true},
+      {"authorization.k8s.io", "v1", "LocalSubjectAccessReview", "localsubjectaccessreviews",
+       true, {}, {}, false, false, false, NameRule::kSubdomain, {}, false, {"create"}, "", true},
+      {"authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews", false, {}, {},
+       false, false, false, NameRule::kSubdomain, {}, false, {"create"}, "", true},
       // apiextensions.k8s.io/v1 (stored and listed; serving custom kinds comes later)
       {"apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",
        false, {"crd", "crds"}, {"api-extensions"}, true, false, true, NameRule::kSubdomain, {},
@@ -138,6 +151,7 @@ std::vector<Kind> build() {
     k.has_generation = row.generation;
     k.name_rule = row.name_rule;
     k.return_deleted_object = row.return_deleted;
+    k.create_only = row.create_only;
     r.columns = table_columns(r);
     kinds.push_back(std::move(k));
   }

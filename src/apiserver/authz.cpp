@@ -1,0 +1,189 @@
+// The RBAC authorizer: the compiled policy, cached until an RBAC object
+// changes, and kube's wording of a denial.
+#include "authz.h"
+
+#include <algorithm>
+
+#include "server_impl.h"
+#include "vkube/api/selector.h"
+#include "vkube/common/log.h"
+
+namespace vkube::apiserver {
+
+namespace {
+
+// Roles, role bindings, cluster roles and cluster role bindings, one prefix.
+constexpr std::string_view kRbacPrefix = "/registry/rbac.authorization.k8s.io/";
+
+void raise_to(std::atomic<storage::Revision>& target, storage::Revision value) {
+  storage::Revision cur = target.load();
+  while (value > cur && !target.compare_exchange_weak(cur, value)) {
+  }
+}
+
+// Sorts a stored RBAC object into its kind by its key.
+void add_object(std::string_view key, json obj, rbac::Objects& out) {
+  std::string_view rest = key.substr(kRbacPrefix.size());
+  std::string_view plural = rest.substr(0, rest.find('/'));
+  if (plural == "roles")
+    out.roles.push_back(std::move(obj));
+  else if (plural == "rolebindings")
+    out.role_bindings.push_back(std::move(obj));
+  else if (plural == "clusterroles")
+    out.cluster_roles.push_back(std::move(obj));
+  else if (plural == "clusterrolebindings")
+    out.cluster_role_bindings.push_back(std::move(obj));
+}
+
+}  // namespace
+
+Authorizer::Authorizer(storage::Backend* backend) : backend_(backend) {
+  std::lock_guard lock(rebuild_mu_);
+  if (backend_ != nullptr) subscribe();
+}
+
+Authorizer::~Authorizer() {
+  shutdown();
+}
+
+void Authorizer::shutdown() {
+  std::lock_guard lock(rebuild_mu_);
+  shut_down_ = true;
+  watching_ = false;
+  if (watch_) {
+    watch_->cancel();
+    watch_.reset();
+  }
+}
+
+void Authorizer::subscribe() {
+  if (watch_) {
+    watch_->cancel();
+    watch_.reset();
+  }
+  auto w = backend_->watch(kRbacPrefix, 0);
+  // Whatever changed while no watch was open is at most this old.
+  raise_to(rbac_revision_, backend_->current_revision());
+  if (!w.is_ok()) {
+    VKUBE_LOG(warn, "RBAC watch failed; the policy is re-read on every request",
+              {"error", w.status().message()});
+    watching_ = false;
+    return;
+  }
+  watching_ = true;
+  storage::Watch* raw = w->get();
+  // Runs on the committing writer's thread; quick, and never calls the store.
+  raw->set_notifier([this, raw] {
+    std::vector<storage::EventPtr> events;
+    Status s = raw->poll(&events, std::chrono::milliseconds(0));
+    for (const storage::EventPtr& e : events) raise_to(rbac_revision_, e->kv.mod_revision);
+    if (!s.is_ok()) watching_ = false;
+  });
+  watch_ = std::move(w).value();
+}
+
+Result<std::shared_ptr<const rbac::Policy>> Authorizer::policy() {
+  if (backend_ == nullptr) return Status::unavailable("no store to read RBAC objects from");
+  auto fresh = [&]() -> std::shared_ptr<const rbac::Policy> {
+    std::lock_guard lock(mu_);
+    if (policy_ && watching_ && built_revision_ >= rbac_revision_.load()) return policy_;
+    return nullptr;
+  };
+  if (auto p = fresh()) return p;
+
+  std::lock_guard rebuild(rebuild_mu_);
+  if (!watching_ && !shut_down_) subscribe();
+  if (auto p = fresh()) return p;  // another thread rebuilt it meanwhile
+  storage::ListOptions o;
+  o.prefix = std::string(kRbacPrefix);
+  auto listed = backend_->list(o);
+  if (!listed.is_ok()) return listed.status();
+  rbac::Objects objects;
+  for (const storage::KeyValue& kv : listed->items) {
+    json obj = json::parse(kv.value, nullptr, false);
+    if (obj.is_object()) add_object(kv.key, std::move(obj), objects);
+  }
+  std::shared_ptr<const rbac::Policy> p = rbac::Policy::compile(objects);
+  std::lock_guard lock(mu_);
+  policy_ = p;
+  // Listed at a revision older than a write the watch reported (the watch
+  // cache applies it a moment later): compiled again on the next request.
+  built_revision_ = listed->revision;
+  return p;
+}
+
+rbac::Decision Authorizer::authorize(const rbac::Attributes& a) {
+  if (rbac::is_privileged(a.groups)) return {true, ""};
+  auto p = policy();
+  if (!p.is_ok()) return {false, "RBAC: " + p.status().message()};
+  return (*p)->authorize(a);
+}
+
+rbac::Attributes request_attributes(const http::Request& req, const RequestInfo& info,
+                                    const UserInfo& user) {
+  rbac::Attributes a;
+  a.user = user.name;
+  a.groups = user.groups;
+  a.verb = info.verb;
+  a.resource_request = info.is_resource_request;
+  if (!a.resource_request) {
+    a.path = info.path;
+    return a;
+  }
+  a.api_group = info.group;
+  a.resource = info.resource;
+  a.subresource = info.subresource;
+  a.name = info.name;
+  a.ns = info.namespace_;
+  // kube's RequestInfo: a namespace is in itself.
+  if (info.resource == "namespaces" && !info.name.empty()) a.ns = info.name;
+  if (a.name.empty() && (a.verb == "list" || a.verb == "watch")) {
+    if (auto fs = http::query_param(req.query, "fieldSelector")) {
+      auto parsed = api::FieldSelector::parse(*fs);
+      if (parsed.is_ok()) {
+        for (const api::FieldRequirement& r : parsed->requirements())
+          if (r.field == "metadata.name" && r.equals) a.name = r.value;
+      }
+    }
+  }
+  return a;
+}
+
+ApiError forbidden(const rbac::Attributes& a, const std::string& reason) {
+  std::string msg = rbac::forbidden_message(a);
+  if (!reason.empty()) msg += ": " + reason;
+  if (!a.resource_request || a.resource.empty())
+    return ApiError(Status(Code::kForbidden, "forbidden: " + msg));
+  std::string what = a.api_group.empty() ? a.resource : a.resource + "." + a.api_group;
+  if (!a.name.empty()) what += " " + rbac::go_quote(a.name);
+  json details = {{"kind", a.resource}};
+  if (!a.name.empty()) details["name"] = a.name;
+  if (!a.api_group.empty()) details["group"] = a.api_group;
+  return {Status(Code::kForbidden, what + " is forbidden: " + msg), details};
+}
+
+Status Server::ensure_bootstrap_policy() {
+  // Through the whole chain, as the API server's own privileged user, so
+  // the objects get defaults and validation like any other.
+  auto create = [&](const std::string& plural, const json& obj) -> Status {
+    http::Request req;
+    req.method = "POST";
+    req.path = "/apis/rbac.authorization.k8s.io/v1/" + plural;
+    req.target = req.path;
+    req.remote = "in-process";
+    req.peer = http::PeerCertificate{"system:apiserver", {std::string(rbac::kMastersGroup)}};
+    req.headers.push_back({"Content-Type", "application/json"});
+    req.body = obj.dump();
+    http::Response resp = handle(req);
+    if (resp.status == 201 || resp.status == 409) return Status::ok();  // 409: already there
+    return Status::internal("creating " + plural + " " + obj["metadata"].value("name", "") + ": " +
+                            resp.body);
+  };
+  for (const json& role : rbac::bootstrap_cluster_roles())
+    VKUBE_RETURN_IF_ERROR(create("clusterroles", role));
+  for (const json& binding : rbac::bootstrap_cluster_role_bindings())
+    VKUBE_RETURN_IF_ERROR(create("clusterrolebindings", binding));
+  return Status::ok();
+}
+
+}  // namespace vkube::apiserver

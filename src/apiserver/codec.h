@@ -1,0 +1,32 @@
+// Request and response bodies: JSON or Kubernetes protobuf, chosen by
+// Content-Type and Accept. The protobuf side is driven by the type registry
+// (vkube/schema), so every built-in kind is covered by its description.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string_view>
+
+#include "vkube/common/status.h"
+#include "vkube/http/server.h"
+
+namespace vkube::apiserver {
+
+using json = nlohmann::json;
+
+inline bool is_protobuf(std::string_view content_type) {
+  return content_type.starts_with("application/vnd.kubernetes.protobuf");
+}
+
+// Decodes a request body to a JSON value by its Content-Type: protobuf
+// (built-in kinds only; custom resources get 415 as on kube) or JSON.
+Result<json> decode_request_body(const http::Request& req, bool custom_resource);
+
+// True when the client's first choice is protobuf (client-go sends
+// "application/vnd.kubernetes.protobuf,application/json").
+bool prefers_protobuf(std::string_view accept);
+
+// The response for an object or list: protobuf when preferred and the kind
+// has a description, JSON otherwise.
+http::Response body_response(const http::Request& req, int code, const json& obj);
+
+}  // namespace vkube::apiserver

@@ -1,0 +1,189 @@
+// Writes as kubectl and helm make them, through the API server's whole
+// chain over a real store: strategic merge patches driven by the type
+// registry's merge keys, fieldValidation, and protobuf bodies.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "support/temp_dir.h"
+#include "vkube/apiserver/apiserver.h"
+#include "vkube/schema/protobuf.h"
+#include "vkube/storage/rocksdb_backend.h"
+
+namespace vkube::apiserver {
+namespace {
+
+using json = nlohmann::json;
+
+struct Server {
+  testing::TempDir dir;
+  std::unique_ptr<storage::Backend> store;
+  std::unique_ptr<ApiServer> api;
+
+  Server() {
+    storage::RocksDbOptions so;
+    so.path = dir.sub("store");
+    so.sync = false;
+    auto s = storage::open_rocksdb(so);
+    REQUIRE(s.is_ok());
+    store = std::move(s).value();
+    Options o;
+    o.backend = store.get();
+    api = ApiServer::create(o);
+    REQUIRE(call("POST", "/api/v1/namespaces", R"({"metadata":{"name":"w"}})").status == 201);
+  }
+  ~Server() { api->shutdown(); }
+
+  http::Response call(const std::string& method, const std::string& target, std::string body = "",
+                      std::string content_type = "application/json") {
+    http::Request req;
+    req.method = method;
+    req.target = target;
+    auto q = target.find('?');
+    req.path = target.substr(0, q);
+    if (q != std::string::npos) req.query = target.substr(q + 1);
+    req.peer = http::PeerCertificate{"admin", {"system:masters"}};
+    if (!body.empty()) {
+      req.body = std::move(body);
+      req.headers.push_back({"Content-Type", content_type});
+    }
+    return api->handle(req);
+  }
+  json patch(const std::string& path, const json& p, int want = 200) {
+    auto r = call("PATCH", path, p.dump(), "application/strategic-merge-patch+json");
+    INFO(r.body);
+    REQUIRE(r.status == want);
+    return json::parse(r.body);
+  }
+};
+
+const char* kDeployment = R"({
+  "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "w"},
+  "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+    "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}},
+    "template": {"metadata": {"labels": {"app": "web"}},
+      "spec": {"containers": [
+        {"name": "app", "image": "app:1", "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}],
+         "ports": [{"containerPort": 80}]},
+        {"name": "sidecar", "image": "side:1"}],
+        "tolerations": [{"key": "gpu", "operator": "Exists"}]}}}})";
+
+const std::string kPath = "/apis/apps/v1/namespaces/w/deployments/web";
+
+TEST_CASE("strategic merge patches merge lists by their merge keys", "[apiserver][patch]") {
+  Server s;
+  REQUIRE(s.call("POST", "/apis/apps/v1/namespaces/w/deployments", kDeployment).status == 201);
+
+  SECTION("a container is merged by name, its env by name, untouched lists stay") {
+    json out = s.patch(kPath, {{"spec", {{"template", {{"spec", {{"containers",
+        {{{"name", "app"}, {"image", "app:2"}, {"env", {{{"name", "B"}, {"value", "3"}}}}}}}}}}}}}});
+    const json& cs = out["spec"]["template"]["spec"]["containers"];
+    REQUIRE(cs.size() == 2);
+    CHECK(cs[0]["image"] == "app:2");
+    CHECK(cs[0]["env"] == json::parse(R"([{"name":"A","value":"1"},{"name":"B","value":"3"}])"));
+    CHECK(cs[1]["name"] == "sidecar");
+  }
+  SECTION("$patch: delete removes one element; atomic lists are replaced") {
+    json out = s.patch(kPath, json::parse(R"({"spec":{"template":{"spec":{
+        "containers":[{"name":"sidecar","$patch":"delete"}],
+        "tolerations":[{"key":"other","operator":"Exists"}]}}}})"));
+    const json& spec = out["spec"]["template"]["spec"];
+    REQUIRE(spec["containers"].size() == 1);
+    CHECK(spec["containers"][0]["name"] == "app");
+    CHECK(spec["tolerations"] == json::parse(R"([{"key":"other","operator":"Exists"}])"));
+  }
+  SECTION("$setElementOrder orders, $retainKeys drops, $deleteFromPrimitiveList removes") {
+    json out = s.patch(kPath, json::parse(R"({"metadata":{"finalizers":["a/x","b/y"]}})"));
+    CHECK(out["metadata"]["finalizers"] == json::parse(R"(["a/x","b/y"])"));
+    out = s.patch(kPath, json::parse(R"({
+        "metadata":{"$deleteFromPrimitiveList/finalizers":["a/x"]},
+        "spec":{"strategy":{"$retainKeys":["type"],"type":"Recreate"},
+          "template":{"spec":{"$setElementOrder/containers":[{"name":"sidecar"},{"name":"app"}]}}}})"));
+    CHECK(out["metadata"]["finalizers"] == json::parse(R"(["b/y"])"));
+    CHECK(out["spec"]["strategy"] == json{{"type", "Recreate"}});
+    CHECK(out["spec"]["template"]["spec"]["containers"][0]["name"] == "sidecar");
+  }
+  SECTION("an element without its merge key is a 400") {
+    auto r = s.call("PATCH", kPath, R"({"spec":{"template":{"spec":{"containers":[{"image":"x"}]}}}})",
+                    "application/strategic-merge-patch+json");
+    CHECK(r.status == 400);
+    CHECK_THAT(r.body, Catch::Contains("does not contain declared merge key: name"));
+  }
+}
+
+TEST_CASE("fieldValidation Strict refuses, Warn warns, Ignore drops unknown fields", "[apiserver]") {
+  Server s;
+  const std::string cm = R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","nmae":"x"},
+                            "data":{"a":"1"},"dta":{}})";
+  auto strict = s.call("POST", "/api/v1/namespaces/w/configmaps?fieldValidation=Strict", cm);
+  CHECK(strict.status == 400);
+  CHECK_THAT(strict.body, Catch::Contains(
+      R"(ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: unknown field \"dta\", unknown field \"metadata.nmae\")"));
+  CHECK(s.call("GET", "/api/v1/namespaces/w/configmaps/c").status == 404);
+
+  auto dup = s.call("POST", "/api/v1/namespaces/w/configmaps?fieldValidation=Strict",
+                    R"({"metadata":{"name":"d","name":"e"}})");
+  CHECK(dup.status == 400);
+  CHECK_THAT(dup.body, Catch::Contains(R"(duplicate field \"metadata.name\")"));
+
+  auto warn = s.call("POST", "/api/v1/namespaces/w/configmaps", cm);
+  REQUIRE(warn.status == 201);
+  std::vector<std::string> warnings;
+  for (auto& h : warn.headers)
+    if (h.name == "Warning") warnings.push_back(h.value);
+  CHECK(warnings == std::vector<std::string>{R"(299 - "unknown field \"dta\"")",
+                                             R"(299 - "unknown field \"metadata.nmae\"")"});
+  json stored = json::parse(s.call("GET", "/api/v1/namespaces/w/configmaps/c").body);
+  CHECK_FALSE(stored.contains("dta"));
+  CHECK_FALSE(stored["metadata"].contains("nmae"));
+  CHECK(stored["data"] == json{{"a", "1"}});
+
+  auto bad = s.call("POST", "/api/v1/namespaces/w/configmaps?fieldValidation=Loose", cm);
+  CHECK(bad.status == 400);
+}
+
+TEST_CASE("protobuf bodies create objects and protobuf is answered when preferred", "[apiserver]") {
+  Server s;
+  json secret = {{"apiVersion", "v1"},
+                 {"kind", "Secret"},
+                 {"metadata", {{"name", "sh.helm.release.v1.demo.v1"}, {"labels", {{"owner", "helm"}}}}},
+                 {"type", "helm.sh/release.v1"},
+                 {"data", {{"release", "SDRzSUFBQUFBQUFD"}}}};
+  auto body = schema::encode_object(secret);
+  REQUIRE(body.is_ok());
+  auto r = s.call("POST", "/api/v1/namespaces/w/secrets", *body, "application/vnd.kubernetes.protobuf");
+  INFO(r.body);
+  REQUIRE(r.status == 201);
+  json created = json::parse(r.body);
+  CHECK(created["data"]["release"] == "SDRzSUFBQUFBQUFD");
+  CHECK(created["metadata"]["labels"]["owner"] == "helm");
+
+  http::Request get;
+  get.method = "GET";
+  get.target = get.path = "/api/v1/namespaces/w/secrets/sh.helm.release.v1.demo.v1";
+  get.peer = http::PeerCertificate{"admin", {"system:masters"}};
+  get.headers.push_back({"Accept", "application/vnd.kubernetes.protobuf, */*"});
+  auto pr = s.api->handle(get);
+  REQUIRE(pr.status == 200);
+  std::string content_type;
+  for (auto& h : pr.headers)
+    if (h.name == "Content-Type") content_type = h.value;
+  CHECK(content_type == "application/vnd.kubernetes.protobuf");
+  auto decoded = schema::decode_object(pr.body);
+  REQUIRE(decoded.is_ok());
+  CHECK((*decoded)["type"] == "helm.sh/release.v1");
+  CHECK((*decoded)["metadata"]["uid"] == created["metadata"]["uid"]);
+
+  // Deleting with a protobuf DeleteOptions (helm uninstall).
+  json opts = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"propagationPolicy", "Background"}};
+  auto del = s.call("DELETE", "/api/v1/namespaces/w/secrets/sh.helm.release.v1.demo.v1",
+                    *schema::encode_object(opts), "application/vnd.kubernetes.protobuf");
+  CHECK(del.status == 200);
+
+  auto corrupt = s.call("POST", "/api/v1/namespaces/w/secrets", body->substr(0, body->size() / 2),
+                        "application/vnd.kubernetes.protobuf");
+  CHECK(corrupt.status == 400);
+}
+
+}  // namespace
+}  // namespace vkube::apiserver

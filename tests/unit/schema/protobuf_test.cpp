@@ -1,0 +1,163 @@
+// The type registry and the Kubernetes protobuf codec built on it.
+#include <catch2/catch.hpp>
+
+#include "vkube/schema/protobuf.h"
+#include "vkube/schema/schema.h"
+
+namespace vkube::schema {
+namespace {
+
+// A few wire helpers, written out here so the tests do not trust the
+// encoder they test.
+std::string varint(uint64_t v) {
+  std::string out;
+  while (v >= 0x80) {
+    out.push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out.push_back(static_cast<char>(v));
+  return out;
+}
+std::string len_field(int number, const std::string& bytes) {
+  return varint(static_cast<uint64_t>(number) << 3 | 2) + varint(bytes.size()) + bytes;
+}
+std::string varint_field(int number, uint64_t v) {
+  return varint(static_cast<uint64_t>(number) << 3) + varint(v);
+}
+
+const Message& kind(const char* group, const char* version, const char* k) {
+  const Message* m = Registry::get().find_kind(group, version, k);
+  REQUIRE(m != nullptr);
+  return *m;
+}
+
+TEST_CASE("the registry describes the built-in kinds with their merge keys", "[schema]") {
+  const Message& pod = kind("", "v1", "Pod");
+  CHECK(pod.full_name == "k8s.io.api.core.v1.Pod");
+  CHECK(pod.openapi_name() == "io.k8s.api.core.v1.Pod");
+  const Field* spec = pod.field("spec");
+  REQUIRE(spec);
+  REQUIRE(spec->message);
+  const Field* containers = spec->message->field("containers");
+  REQUIRE(containers);
+  CHECK(containers->repeated);
+  CHECK(containers->patch_strategy == "merge");
+  CHECK(containers->patch_merge_key == "name");
+  const Field* ports = containers->message->field("ports");
+  REQUIRE(ports);
+  CHECK(ports->patch_merge_key == "containerPort");
+  CHECK(ports->list_map_keys == std::vector<std::string>{"containerPort", "protocol"});
+
+  const Message& deploy = kind("apps", "v1", "Deployment");
+  const Field* replicas = deploy.field("spec")->message->field("replicas");
+  REQUIRE(replicas);
+  CHECK(replicas->nullable);
+  CHECK(Registry::get().find_kind("apps", "v1", "DeploymentList") != nullptr);
+  CHECK(Registry::get().find_kind("apps", "v1", "DeleteOptions") != nullptr);
+  CHECK(Registry::get().find_kind("apps", "v1", "Nope") == nullptr);
+
+  // Every served kind of the API server has a description.
+  for (auto [g, v, k] : std::vector<std::tuple<const char*, const char*, const char*>>{
+           {"", "v1", "ConfigMap"}, {"", "v1", "Secret"}, {"", "v1", "Service"},
+           {"", "v1", "Namespace"}, {"", "v1", "ServiceAccount"}, {"batch", "v1", "Job"},
+           {"rbac.authorization.k8s.io", "v1", "ClusterRole"},
+           {"networking.k8s.io", "v1", "Ingress"},
+           {"apiextensions.k8s.io", "v1", "CustomResourceDefinition"}}) {
+    INFO(g << "/" << v << " " << k);
+    CHECK(Registry::get().find_kind(g, v, k) != nullptr);
+  }
+}
+
+TEST_CASE("gogo zero values mean unset, pointer fields keep their zero", "[schema]") {
+  // ObjectMeta as gogo writes it: name set, namespace and generateName empty.
+  std::string meta = len_field(1, "web") + len_field(2, "") + len_field(3, "");
+  // DeploymentSpec: replicas = 0 (a pointer), minReadySeconds = 0 (not one).
+  std::string spec = varint_field(1, 0) + varint_field(5, 0);
+  std::string deployment = len_field(1, meta) + len_field(2, spec) + len_field(3, "");
+  auto obj = decode(kind("apps", "v1", "Deployment"), deployment);
+  REQUIRE(obj.is_ok());
+  CHECK((*obj)["metadata"] == json{{"name", "web"}});
+  CHECK((*obj)["spec"] == json{{"replicas", 0}});
+  CHECK((*obj)["status"] == json::object());
+}
+
+TEST_CASE("a protobuf body decodes to the JSON object kubectl meant", "[schema]") {
+  json cm = {{"apiVersion", "v1"},
+             {"kind", "ConfigMap"},
+             {"metadata", {{"name", "cfg"}, {"namespace", "ns"}, {"labels", {{"a", "b"}, {"empty", ""}}}}},
+             {"data", {{"k", "v"}}},
+             {"binaryData", {{"bin", "AAEC"}}}};
+  auto body = encode_object(cm);
+  REQUIRE(body.is_ok());
+  CHECK(body->starts_with(std::string_view("k8s\0", 4)));
+  auto back = decode_object(*body);
+  REQUIRE(back.is_ok());
+  CHECK(*back == cm);
+
+  json secret = {{"apiVersion", "v1"},
+                 {"kind", "Secret"},
+                 {"metadata", {{"name", "s"}}},
+                 {"type", "Opaque"},
+                 {"data", {{"password", "c2VjcmV0"}}},
+                 {"immutable", false}};
+  auto sb = encode_object(secret);
+  REQUIRE(sb.is_ok());
+  auto sback = decode_object(*sb);
+  REQUIRE(sback.is_ok());
+  CHECK(*sback == secret);
+}
+
+TEST_CASE("special messages take their JSON forms", "[schema]") {
+  json pod = {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata", {{"name", "p"}, {"creationTimestamp", "2024-05-06T07:08:09Z"}}},
+      {"spec",
+       {{"containers",
+         {{{"name", "c"},
+           {"image", "nginx"},
+           {"resources", {{"limits", {{"cpu", "500m"}, {"nvidia.com/gpu", "1"}}}}},
+           {"ports", {{{"containerPort", 80}, {"protocol", "TCP"}}}},
+           {"readinessProbe", {{"httpGet", {{"path", "/", }, {"port", "http"}}}}},
+           {"livenessProbe", {{"tcpSocket", {{"port", 8080}}}, {"periodSeconds", 5}}},
+           {"envFrom", {{{"configMapRef", {{"name", "app-config"}}}}}}}}},
+        {"volumes",
+         {{{"name", "scratch"}, {"emptyDir", json::object()}},
+          {{"name", "cfg"}, {"configMap", {{"name", "app-config"}, {"defaultMode", 420}}}}}},
+        {"terminationGracePeriodSeconds", 0}}},
+      {"status", json::object()}};
+  auto body = encode_object(pod);
+  REQUIRE(body.is_ok());
+  auto back = decode_object(*body);
+  REQUIRE(back.is_ok());
+  CHECK(*back == pod);
+}
+
+TEST_CASE("bad protobuf bodies are clear errors", "[schema]") {
+  CHECK(decode_object("{\"kind\":\"Pod\"}").status().code() == Code::kBadRequest);
+  std::string cm = *encode_object({{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", {{"name", "x"}}}});
+  auto truncated = decode_object(cm.substr(0, cm.size() - 3));
+  CHECK(truncated.status().code() == Code::kBadRequest);
+  std::string unknown = write_envelope("v1", "Gizmo", "");
+  auto r = decode_object(unknown);
+  REQUIRE_FALSE(r.is_ok());
+  CHECK_THAT(r.status().message(), Catch::Contains("Gizmo"));
+  // A field with the wrong wire type.
+  std::string bad = write_envelope("v1", "ConfigMap", varint_field(1, 7));
+  CHECK(decode_object(bad).status().code() == Code::kBadRequest);
+}
+
+TEST_CASE("durations print as Go prints them", "[schema]") {
+  CHECK(format_duration(0) == "0s");
+  CHECK(format_duration(1500000) == "1.5ms");
+  CHECK(format_duration(90LL * 1000000000) == "1m30s");
+  CHECK(format_duration(3600LL * 1000000000) == "1h0m0s");
+  CHECK(format_duration(-2LL * 1000000000) == "-2s");
+  int64_t d = 0;
+  REQUIRE(parse_duration("1h2m3.5s", d));
+  CHECK(d == 3723500000000LL);
+  CHECK_FALSE(parse_duration("5 parsecs", d));
+}
+
+}  // namespace
+}  // namespace vkube::schema
