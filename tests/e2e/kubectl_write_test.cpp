@@ -334,5 +334,60 @@ TEST_CASE("kubectl create namespace and configmap and secret and deployment and 
         "kubernetes.io/dockerconfigjson");
 }
 
+// Every `kubectl create <kind>` generator, with default (strict) validation.
+TEST_CASE("every kubectl create subcommand works with default validation", "[e2e]") {
+  Cluster c;
+  REQUIRE_THAT(c.kubectl({"create", "namespace", "gen"}), Succeeded());
+  const std::string tls_dir = c.dir();
+  REQUIRE_THAT(c.run({"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                      "-subj", "/CN=example.com", "-keyout", tls_dir + "/tls.key", "-out",
+                      tls_dir + "/tls.crt"}),
+               Succeeded());
+  std::vector<std::vector<std::string>> commands = {
+      {"clusterrole", "reader", "--verb=get,list", "--resource=pods"},
+      {"clusterrolebinding", "reader", "--clusterrole=reader", "--user=alice"},
+      {"configmap", "cfg", "--from-literal=a=b"},
+      {"cronjob", "cj", "--image=busybox", "--schedule=*/5 * * * *", "--", "date"},
+      {"deployment", "dep", "--image=nginx", "--replicas=3", "--port=80"},
+      {"ingress", "ing", "--rule=example.com/=svc:80"},
+      {"job", "job", "--image=busybox", "--", "date"},
+      {"poddisruptionbudget", "pdb", "--selector=app=dep", "--min-available=1"},
+      {"priorityclass", "high", "--value=1000", "--description=high"},
+      {"quota", "q", "--hard=pods=10,requests.nvidia.com/gpu=4"},
+      {"role", "r", "--verb=get", "--resource=configmaps"},
+      {"rolebinding", "rb", "--role=r", "--serviceaccount=gen:robot"},
+      {"secret", "generic", "gs", "--from-literal=k=v"},
+      {"secret", "docker-registry", "ds", "--docker-server=r.example", "--docker-username=u",
+       "--docker-password=p"},
+      {"secret", "tls", "ts", "--cert=" + tls_dir + "/tls.crt", "--key=" + tls_dir + "/tls.key"},
+      {"service", "clusterip", "sc", "--tcp=80:8080"},
+      {"service", "nodeport", "sn", "--tcp=80:8080"},
+      {"service", "loadbalancer", "sl", "--tcp=80:8080"},
+      {"service", "externalname", "se", "--external-name=example.com"},
+      {"serviceaccount", "robot"},
+  };
+  for (auto args : commands) {
+    args.insert(args.begin(), {"create", "-n", "gen"});  // before any "--"
+    INFO(args[3] + " " + args[4]);
+    CHECK_THAT(c.kubectl(args), Succeeded());
+  }
+  CHECK(c.kubectl({"get", "deployment", "dep", "-n", "gen", "-o",
+                   "jsonpath={.spec.replicas} {.spec.template.spec.containers[0].ports[0].containerPort}"})
+            .out == "3 80");
+  CHECK(c.kubectl({"get", "cronjob", "cj", "-n", "gen", "-o", "jsonpath={.spec.schedule}"}).out == "*/5 * * * *");
+  CHECK(c.kubectl({"get", "ingress", "ing", "-n", "gen", "-o",
+                   "jsonpath={.spec.rules[0].host} {.spec.rules[0].http.paths[0].backend.service.name}"})
+            .out == "example.com svc");
+  CHECK(c.kubectl({"get", "resourcequota", "q", "-n", "gen", "-o",
+                   "jsonpath={.spec.hard.requests\\.nvidia\\.com/gpu}"})
+            .out == "4");
+  CHECK(c.kubectl({"get", "secret", "ts", "-n", "gen", "-o", "jsonpath={.type}"}).out == "kubernetes.io/tls");
+  CHECK(c.kubectl({"get", "service", "sn", "-n", "gen", "-o", "jsonpath={.spec.type}"}).out == "NodePort");
+  CHECK(c.kubectl({"get", "service", "se", "-n", "gen", "-o", "jsonpath={.spec.externalName}"}).out ==
+        "example.com");
+  CHECK(c.kubectl({"get", "poddisruptionbudget", "pdb", "-n", "gen", "-o", "jsonpath={.spec.minAvailable}"})
+            .out == "1");
+}
+
 }  // namespace
 }  // namespace vkube::e2e
