@@ -56,7 +56,7 @@ class WatchStream final : public http::ResponseStream,
       events.clear();
       Status s = watch_->poll(&events, std::chrono::milliseconds(0));
       for (const auto& e : events) {
-        out += d_.encode(spec_, *e);
+        out += d_.encode_shared(spec_, e);
         last_rev_ = e->kv.mod_revision;
       }
       if (!s.is_ok()) {
@@ -228,6 +228,19 @@ std::string WatchDispatcher::encode_object(const WatchSpec& spec, const char* ty
   line += "\",\"object\":";
   line += out_obj.dump(-1, ' ', false, json::error_handler_t::replace);
   line += "}\n";
+  return line;
+}
+
+std::string WatchDispatcher::encode_shared(const WatchSpec& spec, const storage::EventPtr& e) {
+  if (spec.table || !spec.query.labels.empty() || !spec.query.fields.empty())
+    return encode(spec, *e);
+  for (auto it = encoded_.rbegin(); it != encoded_.rend(); ++it) {
+    if (it->event == e && it->kind == spec.kind) return it->line;
+  }
+  std::string line = encode(spec, *e);
+  encoded_.push_back({e, spec.kind, line});
+  // Enough for the events of one batch of drains, across a few kinds.
+  if (encoded_.size() > 256) encoded_.pop_front();
   return line;
 }
 

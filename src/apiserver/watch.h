@@ -57,6 +57,10 @@ class WatchDispatcher {
   void add(const std::shared_ptr<WatchStream>& s);
   void remove(WatchStream* s);
   void run();
+  // encode(), memoised for watches whose lines depend only on the event and
+  // the kind (no selectors, no Table): the same event drained by a thousand
+  // such streams is encoded once. Dispatcher thread only.
+  std::string encode_shared(const WatchSpec& spec, const storage::EventPtr& e);
 
   Metrics& metrics_;
   std::mutex mu_;
@@ -64,6 +68,12 @@ class WatchDispatcher {
   std::deque<std::shared_ptr<WatchStream>> ready_;
   std::set<std::shared_ptr<WatchStream>> streams_;
   bool stopping_ = false;
+  struct Encoded {
+    storage::EventPtr event;  // held, so its address is not reused while cached
+    const Kind* kind;
+    std::string line;
+  };
+  std::deque<Encoded> encoded_;  // most recent last; dispatcher thread only
   std::thread thread_;
 };
 

@@ -1,7 +1,12 @@
 // vkube: one binary, many subcommands.
+#include <malloc.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <thread>
 
 #include "command.h"
 #include "vkube/common/log.h"
@@ -68,6 +73,15 @@ void print_help() {
 
 int main(int argc, char** argv) {
   using namespace vkube::cli;
+  // glibc gives each allocating thread an arena of its own, up to 8 per CPU,
+  // and keeps what was freed in it. With 64 handler threads every large
+  // request (a LIST of 5,000 pods allocates ~100 MB of transient JSON) then
+  // leaves its peak resident in another arena: RSS reached 700 MB after 40
+  // such LISTs, against 150 MB with one arena per CPU (and LISTs got faster,
+  // as they reuse warm memory). MALLOC_ARENA_MAX in the environment still wins.
+  if (std::getenv("MALLOC_ARENA_MAX") == nullptr) {
+    mallopt(M_ARENA_MAX, static_cast<int>(std::max(2u, std::thread::hardware_concurrency())));
+  }
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ||
       std::strcmp(argv[1], "help") == 0) {
     print_help();
