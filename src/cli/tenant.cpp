@@ -17,6 +17,15 @@
 namespace vkube::cli {
 
 namespace {
+// Milliseconds since the tenant began to start (the start-up timeline at
+// --log-level debug).
+double since_start_ms() {
+  static const auto t0 = std::chrono::steady_clock::now();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+namespace {
 
 Status split_listen(const std::string& listen, std::string* host, uint16_t* port) {
   auto colon = listen.rfind(':');
@@ -66,6 +75,7 @@ class TenantImpl final : public Tenant {
 
   Status init(const TenantOptions& o) {
     name_ = o.name;
+    (void)since_start_ms();
     // The type registry (a few ms to index) is built while the store opens.
     std::thread([] { (void)schema::Registry::get(); }).detach();
     VKUBE_RETURN_IF_ERROR(split_listen(o.listen, &host_, &listen_port_));
@@ -79,6 +89,7 @@ class TenantImpl final : public Tenant {
     auto store = storage::open_rocksdb(so);
     if (!store.is_ok()) return store.status();
     store_ = std::move(store).value();
+    VKUBE_LOG(debug, "start: store open", {"ms", since_start_ms()});
     auto cache = storage::make_watch_cache(*store_);
     if (!cache.is_ok()) return cache.status();
     cache_ = std::move(cache).value();
@@ -89,6 +100,7 @@ class TenantImpl final : public Tenant {
     if (host_ != "0.0.0.0" && host_ != "::" && !host_.empty()) po.hosts.insert(po.hosts.begin(), host_);
     auto bundle = pki::ensure_pki(po);
     if (!bundle.is_ok()) return bundle.status();
+    VKUBE_LOG(debug, "start: certificates ready", {"ms", since_start_ms()});
 
     apiserver::Options ao;
     ao.backend = cache_.get();
@@ -113,7 +125,9 @@ class TenantImpl final : public Tenant {
     kubeconfig_ = o.data_dir + "/admin.kubeconfig";
     VKUBE_RETURN_IF_ERROR(pki::write_kubeconfig(kubeconfig_, o.name, url(), bundle->ca.cert_pem, bundle->admin));
 
+    VKUBE_LOG(debug, "start: serving", {"ms", since_start_ms()});
     VKUBE_RETURN_IF_ERROR(bootstrap());
+    VKUBE_LOG(debug, "start: bootstrap objects present", {"ms", since_start_ms()});
     namespaces_ = controllers::NamespaceController::start(*api_, *cache_);
     compactor_ = std::thread([this] { compact_loop(); });
     api_->set_ready(true);
@@ -132,10 +146,12 @@ class TenantImpl final : public Tenant {
     for (size_t i = 0; i < namespaces.size(); ++i) {
       threads.emplace_back([&, i] {
         http::Request req;
-        req.method = "POST";
-        req.path = "/api/v1/namespaces";
-        req.target = req.path;
         req.peer = http::PeerCertificate{"system:apiserver", {"system:masters"}};
+        req.path = req.target = "/api/v1/namespaces/" + namespaces[i];
+        req.method = "GET";
+        if (api_->handle(req).status == 200) return;  // present: every start but the first
+        req.method = "POST";
+        req.path = req.target = "/api/v1/namespaces";
         req.headers.push_back({"Content-Type", "application/json"});
         req.body = R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":")" + namespaces[i] + "\"}}";
         http::Response resp = api_->handle(req);

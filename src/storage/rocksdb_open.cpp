@@ -34,6 +34,12 @@ rocksdb::Options base_options(const RocksDbOptions& o) {
   opts.skip_stats_update_on_db_open = true;
   opts.skip_checking_sst_file_sizes_on_db_open = true;
   opts.avoid_unnecessary_blocking_io = true;
+  // A restart replays the WAL into the memtable and goes on; flushing it
+  // first would add file writes and syncs to every start.
+  opts.avoid_flush_during_recovery = true;
+  // RocksDB's own LOG: warnings only (the options dump at every open is
+  // hundreds of lines of I/O on the start path).
+  opts.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
   return opts;
 }
 
