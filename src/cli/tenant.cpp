@@ -1,5 +1,7 @@
 #include "tenant.h"
 
+#include <malloc.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <filesystem>
@@ -131,6 +133,8 @@ class TenantImpl final : public Tenant {
     namespaces_ = controllers::NamespaceController::start(*api_, *cache_);
     compactor_ = std::thread([this] { compact_loop(); });
     api_->set_ready(true);
+    // Give start-up's garbage (store recovery, bootstrap) back to the system.
+    malloc_trim(0);
     return Status::ok();
   }
 
@@ -174,6 +178,7 @@ class TenantImpl final : public Tenant {
         if (!s.is_ok()) VKUBE_LOG(warn, "compaction failed", {"error", s.message()});
       }
       previous = store_->current_revision();
+      malloc_trim(0);  // peaks (large LISTs) do not stay resident while idle
     }
   }
 
