@@ -15,6 +15,12 @@
 //     restart), and the server's idle RSS after startup and after the run.
 //  6. etcd (unless --skip-etcd): the same gets and durable puts through its
 //     v3 gateway, values as large as the ConfigMap's JSON; vkube/etcd ratios.
+//  7. Strategic-merge PATCH of a Deployment with 40 containers, one image by
+//     its merge key per patch, at 1 and 16 connections (a Deployment each).
+//  8. Server-side apply of that whole Deployment, one image changed per
+//     apply, at 1 and 16 connections ("n/a" while the server answers 415).
+//  9. Durable ConfigMap creates sent as protobuf, against the same as JSON,
+//     at 1 and 64 connections.
 //
 // How: Boost.Beast clients on keep-alive connections, every connection of a
 // phase multiplexed on --client-threads asio event loops (default 1) with
@@ -62,6 +68,7 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -86,6 +93,8 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <nlohmann/json.hpp>
+
+#include "vkube/schema/protobuf.h"
 
 extern char** environ;
 
@@ -898,8 +907,15 @@ struct LoadSpec {
   int64_t count = 0;    // count-limited instead, when > 0 (all measured)
   int expect = 200;
   std::function<Request(int64_t seq)> make;
+  // Instead of make, when set: the n-th request (from 0) of connection `conn`
+  // (for connections that each work on an object of their own).
+  std::function<Request(int conn, int64_t n)> make_conn;
   std::function<bool(std::string_view body)> check;  // optional
 };
+
+// Keys of LoadResult::failures besides HTTP statuses.
+constexpr int kConnectionError = -1;
+constexpr int kBadBody = -2;
 
 struct LoadResult {
   int64_t requests = 0;  // completed with the expected answer in the window
@@ -907,6 +923,9 @@ struct LoadResult {
   std::string first_error;
   double seconds = 0;
   std::vector<int64_t> sorted_ns;  // latencies of requests started in the window
+  // Every failed request (warm-up included) by HTTP status other than the
+  // expected one, or kConnectionError / kBadBody.
+  std::map<int, int64_t> failures;
 
   double rps() const { return seconds > 0 ? static_cast<double>(requests) / seconds : 0; }
   double p50_ms() const { return ns_to_ms(percentile(sorted_ns, 0.50)); }
@@ -919,6 +938,7 @@ struct Lane {
   std::vector<std::unique_ptr<Conn>> conns;
   std::vector<int64_t> latencies;
   int64_t completed = 0;
+  std::map<int, int64_t> failures;
   ErrorSlot* errors = nullptr;
 };
 
@@ -934,17 +954,17 @@ void run_lanes(std::vector<std::unique_ptr<Lane>>& lanes) {
   for (std::thread& t : threads) t.join();
 }
 
-awaitable<void> load_worker(const LoadSpec* spec, Lane* lane, Conn* conn,
+awaitable<void> load_worker(const LoadSpec* spec, Lane* lane, Conn* conn, int index,
                             std::atomic<int64_t>* next, Clock::time_point warm_end,
                             Clock::time_point end) {
   std::string body;
   int io_failures = 0;
-  for (;;) {
+  for (int64_t n = 0;; ++n) {
     Clock::time_point t0 = Clock::now();
     if (spec->count == 0 && t0 >= end) break;
     int64_t seq = next->fetch_add(1, std::memory_order_relaxed);
     if (spec->count > 0 && seq >= spec->count) break;
-    Request req = spec->make(seq);
+    Request req = spec->make_conn ? spec->make_conn(index, n) : spec->make(seq);
     int status = 0;
     bool io_error = false;
     std::string what;
@@ -958,6 +978,7 @@ awaitable<void> load_worker(const LoadSpec* spec, Lane* lane, Conn* conn,
     Clock::time_point t1 = Clock::now();
     if (io_error) {
       lane->errors->set(spec->label + ": connection error: " + what);
+      ++lane->failures[kConnectionError];
       conn->close();
       if (++io_failures >= 3) co_return;
       continue;
@@ -965,10 +986,12 @@ awaitable<void> load_worker(const LoadSpec* spec, Lane* lane, Conn* conn,
     if (status != spec->expect) {
       lane->errors->set(spec->label + ": HTTP " + std::to_string(status) + ": " +
                         body.substr(0, 300));
+      ++lane->failures[status];
       continue;
     }
     if (spec->check && !spec->check(body)) {
       lane->errors->set(spec->label + ": unexpected body: " + body.substr(0, 300));
+      ++lane->failures[kBadBody];
       continue;
     }
     bool counted = spec->count > 0 || (t0 >= warm_end && t0 < end);
@@ -1009,9 +1032,13 @@ LoadResult run_load(const LoadSpec& spec, int client_threads) {
   };
   Clock::time_point warm_end = start + to_duration(spec.warmup_s);
   Clock::time_point end = warm_end + to_duration(spec.seconds);
-  for (auto& lane : lanes) {
-    for (auto& conn : lane->conns) {
-      net::co_spawn(lane->ioc, load_worker(&spec, lane.get(), conn.get(), &next, warm_end, end),
+  for (size_t l = 0; l < lanes.size(); ++l) {
+    Lane* lane = lanes[l].get();
+    for (size_t c = 0; c < lane->conns.size(); ++c) {
+      // Connection i went to lane i % lane_count, so it is conns[i / lane_count] there.
+      int index = static_cast<int>(c * lanes.size() + l);
+      net::co_spawn(lane->ioc,
+                    load_worker(&spec, lane, lane->conns[c].get(), index, &next, warm_end, end),
                     [&errors](std::exception_ptr e) {
                       if (e) errors.set("worker: " + describe(e));
                     });
@@ -1024,6 +1051,7 @@ LoadResult run_load(const LoadSpec& spec, int client_threads) {
   for (auto& lane : lanes) {
     result.requests += lane->completed;
     result.sorted_ns.insert(result.sorted_ns.end(), lane->latencies.begin(), lane->latencies.end());
+    for (const auto& [key, count] : lane->failures) result.failures[key] += count;
   }
   std::sort(result.sorted_ns.begin(), result.sorted_ns.end());
   result.errors = errors.count();
@@ -1086,6 +1114,10 @@ struct Figures {
   int64_t watch_missing = 0;
   double ready_min = 0, ready_median = 0, restart_median = 0, etcd_ready = 0;
   int64_t rss_start_kib = 0, rss_after_kib = 0, rss_peak_kib = 0, etcd_rss_kib = 0;
+  std::optional<LoadResult> smp1, smp16, apply1, apply16;
+  bool apply_415 = false;     // the server does not take apply-patch yet
+  bool patch_errors = false;  // a patch or apply failed, or a read-back differed
+  std::optional<LoadResult> pb1, pb64, pbjson1, pbjson64;
 };
 
 class Report {
@@ -1691,6 +1723,303 @@ void phase_watch(const Config& config, Vkube& v, Report& report, Figures& fig) {
 }
 
 // ---------------------------------------------------------------------------
+// 7 and 8: strategic-merge PATCH and server-side apply of a Deployment with
+// 40 containers; 9: ConfigMap creates as protobuf against the same as JSON.
+
+constexpr int kDeploymentContainers = 40;
+
+// The image of container k once a connection's patches 0..sent-1 are in.
+// Patch n sets container n % 40, to img:1 in even rounds (n / 40) and img:2
+// in odd ones, so every patch changes the image it names; containers no
+// patch has touched keep img:0.
+std::string model_image(int k, int64_t sent) {
+  if (sent <= k) return "img:0";
+  int64_t touches = (sent - 1 - k) / kDeploymentContainers + 1;
+  return "img:" + std::to_string((touches - 1) % 2 + 1);
+}
+
+// A Deployment of 40 containers, each with a name, an image (as the model
+// has it after `sent` patches), a port and an env var.
+std::string deployment_body(std::string_view name, int64_t sent) {
+  std::string body = R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":")";
+  body += name;
+  body += R"(","namespace":"default"},"spec":{"replicas":1,"selector":{"matchLabels":{"app":")";
+  body += name;
+  body += R"("}},"template":{"metadata":{"labels":{"app":")";
+  body += name;
+  body += R"("}},"spec":{"containers":[)";
+  for (int k = 0; k < kDeploymentContainers; ++k) {
+    std::string i = std::to_string(k);
+    if (k != 0) body += ',';
+    body += R"({"name":"c)" + i + R"(","image":")" + model_image(k, sent) +
+            R"(","ports":[{"containerPort":)" + std::to_string(8000 + k) +
+            R"(,"protocol":"TCP"}],"env":[{"name":"E)" + i + R"(","value":"v)" + i + R"("}]})";
+  }
+  body += "]}}}}";
+  return body;
+}
+
+// The strategic-merge patch n: one container by its merge key, a new image.
+std::string smp_body(int64_t n) {
+  int k = static_cast<int>(n % kDeploymentContainers);
+  return R"({"spec":{"template":{"spec":{"containers":[{"name":"c)" + std::to_string(k) +
+         R"(","image":")" + model_image(k, n + 1) + R"("}]}}}})";
+}
+
+// Compares a Deployment as GET returns it with the model after `sent`
+// patches: "" when all 40 containers are as expected, else the first
+// difference. *managers gets its managedFields as manager/operation.
+std::string check_deployment(const std::string& body, int64_t sent, std::string* managers) {
+  json doc = json::parse(body, nullptr, false);
+  if (doc.is_discarded()) return "GET answered no JSON";
+  managers->clear();
+  if (doc.contains("metadata") && doc["metadata"].contains("managedFields")) {
+    for (const json& entry : doc["metadata"]["managedFields"]) {
+      *managers += (managers->empty() ? "" : ", ") + entry.value("manager", "?") + "/" +
+                   entry.value("operation", "?");
+    }
+  }
+  const json* containers = nullptr;
+  try {
+    containers = &doc.at("spec").at("template").at("spec").at("containers");
+  } catch (const std::exception&) {
+    return "no spec.template.spec.containers";
+  }
+  if (!containers->is_array() || containers->size() != kDeploymentContainers)
+    return std::to_string(containers->size()) + " containers, want " +
+           std::to_string(kDeploymentContainers);
+  for (int k = 0; k < kDeploymentContainers; ++k) {
+    const json& c = (*containers)[static_cast<size_t>(k)];
+    std::string want = model_image(k, sent);
+    if (c.value("name", "") != "c" + std::to_string(k))
+      return "container " + std::to_string(k) + " is named " + c.value("name", "?");
+    if (c.value("image", "") != want)
+      return "c" + std::to_string(k) + " has image " + c.value("image", "?") + ", want " + want;
+    if (!c.contains("ports") || c["ports"].size() != 1 ||
+        c["ports"][0].value("containerPort", 0) != 8000 + k)
+      return "c" + std::to_string(k) + " lost its port";
+    if (!c.contains("env") || c["env"].size() != 1 ||
+        c["env"][0].value("name", "") != "E" + std::to_string(k))
+      return "c" + std::to_string(k) + " lost its env var";
+  }
+  return {};
+}
+
+// What failed in a load run, by HTTP status: "none", or the counts.
+std::string failures_line(const LoadResult& r) {
+  if (r.failures.empty()) return "none";
+  int64_t non2xx = 0;
+  std::string detail;
+  for (const auto& [key, count] : r.failures) {
+    std::string what = key == kConnectionError ? "connection errors"
+                       : key == kBadBody       ? "unexpected bodies"
+                                               : "HTTP " + std::to_string(key);
+    if (key >= 0 && (key < 200 || key > 299)) non2xx += count;
+    detail += (detail.empty() ? "" : ", ") + what + " x" + with_commas(count);
+  }
+  return with_commas(non2xx) + " non-2xx (" + detail +
+         "; warm-up included); first: " + r.first_error;
+}
+
+std::string connections_label(int conns) {
+  return "  " + std::to_string(conns) + " connection" + (conns == 1 ? "" : "s");
+}
+
+// 7 (apply false) and 8 (apply true): each connection patches a Deployment
+// of its own (no conflicts between connections); afterwards every Deployment
+// is read back and compared with what its patches should have made of it.
+void phase_patch(const Config& config, Vkube& v, Report& report, Figures& fig, bool apply) {
+  const char* content_type =
+      apply ? "application/apply-patch+yaml" : "application/strategic-merge-patch+json";
+  const std::string query = apply ? "?fieldManager=bench&force=true" : "?fieldManager=bench";
+  const std::string base = "/apis/apps/v1/namespaces/default/deployments";
+  report.heading(apply ? "8. server-side apply (PATCH " + std::string(content_type) + query +
+                             ") of the whole 40-container Deployment, one image changed each time"
+                       : "7. strategic-merge PATCH (" + std::string(content_type) + query +
+                             ") of a 40-container Deployment: one container's image by merge key");
+  report.figure("  body bytes",
+                with_commas(static_cast<int64_t>(
+                    (apply ? deployment_body("apply-x16-00", 1) : smp_body(17)).size())));
+  SyncClient client(v.target);
+  for (int conns : {1, 16}) {
+    // The Deployments, created as JSON (and, for apply, applied once as they
+    // are: the bench becomes the manager of every field before the timing).
+    std::vector<std::string> names;
+    for (int i = 0; i < conns; ++i) {
+      char name[48];
+      std::snprintf(name, sizeof name, "%s-x%d-%02d", apply ? "apply" : "smp", conns, i);
+      names.emplace_back(name);
+      client.must(make_request(v.target, http::verb::post, base, deployment_body(name, 0)), 201);
+    }
+    if (apply) {
+      bool unsupported = false;
+      for (const std::string& name : names) {
+        Request req = make_request(v.target, http::verb::patch, base + "/" + name + query,
+                                   deployment_body(name, 0));
+        req.set(http::field::content_type, content_type);
+        std::string body;
+        int status = client.request(req, &body);
+        if (status == 415) {
+          unsupported = true;
+          break;
+        }
+        if (status < 200 || status > 299) {
+          report.figure("  ERROR: first apply of " + name,
+                        "HTTP " + std::to_string(status) + ": " + body.substr(0, 300));
+          fig.patch_errors = true;
+        }
+      }
+      if (unsupported) {
+        fig.apply_415 = true;
+        report.figure(connections_label(1), "n/a (server answered 415)");
+        report.figure(connections_label(16), "n/a (server answered 415)");
+        return;
+      }
+    }
+
+    auto sent = std::make_shared<std::vector<int64_t>>(static_cast<size_t>(conns), 0);
+    LoadSpec spec;
+    spec.label = std::string(apply ? "apply" : "smp") + " x" + std::to_string(conns);
+    spec.target = v.target;
+    spec.connections = conns;
+    spec.warmup_s = config.warmup;
+    spec.seconds = config.seconds;
+    spec.expect = 200;
+    Target target = v.target;
+    spec.make_conn = [target, names, sent, apply, content_type, base, query](int conn, int64_t n) {
+      const std::string& name = names[static_cast<size_t>(conn)];
+      (*sent)[static_cast<size_t>(conn)] = n + 1;
+      Request req = make_request(target, http::verb::patch, base + "/" + name + query,
+                                 apply ? deployment_body(name, n + 1) : smp_body(n));
+      req.set(http::field::content_type, content_type);
+      return req;
+    };
+    CpuMeter cpu(v.child.pid());
+    LoadResult r = run_load(spec, config.client_threads);
+    std::string cpu_line = cpu.line("vkube");
+    report.figure(connections_label(conns), load_line(r));
+    report.figure("    cpu", cpu_line);
+    report.figure("    failed requests", failures_line(r));
+    if (!r.failures.empty()) fig.patch_errors = true;
+
+    // Read back.
+    int64_t good = 0;
+    std::string first_bad, managers;
+    for (int i = 0; i < conns; ++i) {
+      std::string body = client.must(
+          make_request(v.target, http::verb::get, base + "/" + names[static_cast<size_t>(i)]), 200);
+      std::string bad = check_deployment(body, (*sent)[static_cast<size_t>(i)], &managers);
+      if (bad.empty()) {
+        ++good;
+      } else if (first_bad.empty()) {
+        first_bad = names[static_cast<size_t>(i)] + ": " + bad;
+      }
+    }
+    report.figure("    read back", with_commas(good) + " of " + std::to_string(conns) +
+                                       " Deployments as the patches made them" +
+                                       (first_bad.empty() ? "" : "; MISMATCH " + first_bad));
+    report.figure("    managedFields (last one read)", managers.empty() ? "none" : managers);
+    if (!first_bad.empty()) fig.patch_errors = true;
+    if (apply) {
+      (conns == 1 ? fig.apply1 : fig.apply16) = std::move(r);
+    } else {
+      (conns == 1 ? fig.smp1 : fig.smp16) = std::move(r);
+    }
+  }
+  report.figure("  vkube memory now", memory_line(v.child.pid()));
+}
+
+// The ConfigMap of configmap_body (with its namespace) as a protobuf body,
+// by the registry's own encoder.
+std::string configmap_protobuf(std::string_view name) {
+  json obj = {{"apiVersion", "v1"},
+              {"kind", "ConfigMap"},
+              {"metadata", {{"name", std::string(name)}, {"namespace", "default"}}},
+              {"data", {{"key", std::string(kConfigMapData)}}}};
+  auto body = vkube::schema::encode_object(obj);
+  if (!body.is_ok()) fail("protobuf encoding of a ConfigMap: " + body.status().message());
+  return std::move(body).value();
+}
+
+// 9. Durable ConfigMap creates as protobuf, against the same as JSON.
+void phase_protobuf(const Config& config, Vkube& v, Report& report, Figures& fig) {
+  const std::string path = "/api/v1/namespaces/default/configmaps";
+  const std::string pb_accept = "application/vnd.kubernetes.protobuf,application/json";
+  const std::string sample = configmap_protobuf("pb-00000");
+  report.heading("9. durable ConfigMap creates as protobuf (" + std::to_string(sample.size()) +
+                 "-byte body, Accept protobuf) vs JSON (" +
+                 std::to_string(configmap_body("pj-00000").size()) + " bytes)");
+  // The envelope is what the brief asks for, and the server stores the
+  // object the protobuf described.
+  auto envelope = vkube::schema::parse_envelope(sample);
+  if (!envelope.is_ok() || envelope->api_version != "v1" || envelope->kind != "ConfigMap")
+    fail("the protobuf body is not a v1 ConfigMap in runtime.Unknown");
+  SyncClient client(v.target);
+  {
+    Request req =
+        make_request(v.target, http::verb::post, path, configmap_protobuf("pb-check"), pb_accept);
+    req.set(http::field::content_type, vkube::schema::kProtobufContentType);
+    std::string answer = client.must(std::move(req), 201);
+    if (!answer.starts_with(vkube::schema::kProtobufMagic))
+      fail("protobuf create answered without the k8s protobuf magic");
+    json got =
+        json::parse(client.must(make_request(v.target, http::verb::get, path + "/pb-check"), 200));
+    if (got["metadata"].value("namespace", "") != "default" ||
+        got["data"].value("key", "") != kConfigMapData)
+      fail("the ConfigMap created as protobuf reads back as " + got.dump().substr(0, 300));
+    report.figure("  check", "a protobuf create reads back as JSON with its name, namespace, data");
+  }
+  for (int conns : {1, 64}) {
+    for (bool protobuf : {false, true}) {
+      LoadSpec spec;
+      spec.label =
+          std::string(protobuf ? "protobuf" : "JSON") + " create x" + std::to_string(conns);
+      spec.target = v.target;
+      spec.connections = conns;
+      spec.warmup_s = config.warmup;
+      spec.seconds = config.seconds;
+      spec.expect = 201;
+      Target target = v.target;
+      std::string prefix = std::string(protobuf ? "pb" : "pj") + std::to_string(conns) + "-";
+      if (protobuf) {
+        spec.make = [target, path, prefix, pb_accept](int64_t seq) {
+          Request req = make_request(target, http::verb::post, path,
+                                     configmap_protobuf(prefix + std::to_string(seq)), pb_accept);
+          req.set(http::field::content_type, vkube::schema::kProtobufContentType);
+          return req;
+        };
+        spec.check = [](std::string_view body) {
+          return body.starts_with(vkube::schema::kProtobufMagic);
+        };
+      } else {
+        spec.make = [target, path, prefix](int64_t seq) {
+          return make_request(target, http::verb::post, path,
+                              configmap_body(prefix + std::to_string(seq)));
+        };
+      }
+      CpuMeter cpu(v.child.pid());
+      LoadResult r = run_load(spec, config.client_threads);
+      std::string cpu_line = cpu.line("vkube");
+      report.figure(connections_label(conns) + (protobuf ? ", protobuf" : ", JSON"), load_line(r));
+      report.figure("    cpu", cpu_line);
+      report.figure("    failed requests", failures_line(r));
+      if (protobuf) {
+        (conns == 1 ? fig.pb1 : fig.pb64) = std::move(r);
+      } else {
+        (conns == 1 ? fig.pbjson1 : fig.pbjson64) = std::move(r);
+      }
+    }
+    const LoadResult& pb = *(conns == 1 ? fig.pb1 : fig.pb64);
+    const LoadResult& js = *(conns == 1 ? fig.pbjson1 : fig.pbjson64);
+    report.figure(connections_label(conns) + ", protobuf/JSON",
+                  (js.rps() > 0 ? fmt("%.2fx", pb.rps() / js.rps()) : std::string("-")) +
+                      " req/s, p99 " + fmt("%.2f", pb.p99_ms()) + " vs " +
+                      fmt("%.2f", js.p99_ms()) + " ms");
+  }
+  report.figure("  vkube memory now", memory_line(v.child.pid()));
+}
+
+// ---------------------------------------------------------------------------
 // etcd.
 
 struct Etcd {
@@ -1833,6 +2162,30 @@ void print_summary(const Config& config, const Figures& fig, Report& report) {
   row("GET configmap", 64, fig.get64, fig.eget64);
   row("create configmap (durable)", 1, fig.create1, fig.eput1);
   row("create configmap (durable)", 64, fig.create64, fig.eput64);
+  if (fig.apply_415) {
+    std::printf("%-28s %5d %s\n", "SSA apply deployment (40c)", 1, "n/a (server answered 415)");
+    std::printf("%-28s %5d %s\n", "SSA apply deployment (40c)", 16, "n/a (server answered 415)");
+  }
+  row("SMP patch deployment (40c)", 1, fig.smp1, std::nullopt);
+  row("SMP patch deployment (40c)", 16, fig.smp16, std::nullopt);
+  row("SSA apply deployment (40c)", 1, fig.apply1, std::nullopt);
+  row("SSA apply deployment (40c)", 16, fig.apply16, std::nullopt);
+  if (fig.patch_errors) std::printf("  (patch/apply phases had ERRORS: see their figures)\n");
+  // The protobuf rows: the ratio column is protobuf req/s over JSON req/s.
+  auto pb_row = [&](const char* what, int conns, const std::optional<LoadResult>& r,
+                    const std::optional<LoadResult>& json_run) {
+    if (!r) return;
+    std::string ratio = json_run && json_run->rps() > 0
+                            ? fmt("%.2fx", r->rps() / json_run->rps()) + " of JSON"
+                            : "-";
+    std::printf("%-28s %5d %10s %8.2f %8.2f %11s %8s %8s%s\n", what, conns,
+                with_commas(std::llround(r->rps())).c_str(), r->p50_ms(), r->p99_ms(), "-", "-",
+                ratio.c_str(), r->errors > 0 ? "  ERRORS" : "");
+  };
+  row("create configmap, JSON", 1, fig.pbjson1, std::nullopt);
+  pb_row("create configmap, protobuf", 1, fig.pb1, fig.pbjson1);
+  row("create configmap, JSON", 64, fig.pbjson64, std::nullopt);
+  pb_row("create configmap, protobuf", 64, fig.pb64, fig.pbjson64);
   if (fig.pods > 0) {
     std::printf("%-28s %s\n", ("LIST " + with_commas(fig.pods) + " pods, JSON").c_str(),
                 (fmt("%.1f", fig.list_json_p50) + " ms p50, " + fmt("%.1f", fig.list_json_p99) +
@@ -1914,7 +2267,7 @@ void usage() {
       "  --etcd PATH         the etcd binary (default /usr/bin/etcd)\n"
       "  --skip-etcd         do not run the etcd comparison\n"
       "  --only LIST         run only these phases, comma-separated: "
-      "startup,get,create,list,watch,etcd\n"
+      "startup,get,create,list,watch,smp,apply,protobuf,etcd\n"
       "  --plain             talk to vkube over plain HTTP with a bearer token instead of TLS\n"
       "  --client-threads N  event-loop threads of the load generator (default 1)\n"
       "  --dir PATH          where the temporary directory goes (default $TMPDIR or /tmp)\n"
@@ -1959,7 +2312,8 @@ std::optional<Config> parse_args(int argc, char** argv, int* exit_code) {
         config.etcd = text(i, "--etcd");
       } else if (arg == "--only") {
         config.only = "," + text(i, "--only") + ",";
-        for (std::string_view known : {"startup", "get", "create", "list", "watch", "etcd"})
+        for (std::string_view known :
+             {"startup", "get", "create", "list", "watch", "smp", "apply", "protobuf", "etcd"})
           if (config.only.find("," + std::string(known) + ",") != std::string::npos)
             config.only_known = true;
         if (!config.only_known)
@@ -2077,6 +2431,18 @@ void run_all(const Config& config, const std::string& scratch) {
   if (config.runs("watch")) {
     note("watch phase");
     phase_watch(config, v, report, fig);
+  }
+  if (config.runs("smp")) {
+    note("strategic-merge patch phase");
+    phase_patch(config, v, report, fig, false);
+  }
+  if (config.runs("apply")) {
+    note("server-side apply phase");
+    phase_patch(config, v, report, fig, true);
+  }
+  if (config.runs("protobuf")) {
+    note("protobuf phase");
+    phase_protobuf(config, v, report, fig);
   }
 
   std::this_thread::sleep_for(std::chrono::duration<double>(config.settle_s * 2));
