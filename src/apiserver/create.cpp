@@ -1,4 +1,5 @@
 // POST: create an object.
+#include "field_manager.h"
 #include "object.h"
 #include "server_impl.h"
 #include "service_ips.h"
@@ -47,10 +48,14 @@ std::string pod_qos_class(const json& pod) {
 http::Response handle_create(Context& c) {
   if (!c.info.name.empty() || !c.info.subresource.empty())
     return error_response(method_not_supported(c.resource(), "create"));
+  if (auto err = check_write_options(c, "CreateOptions", false)) return error_response(*err);
   if (Status s = check_dry_run(c); !s.is_ok()) return error_response(s);
   auto decoded = decode_body(c);
   if (!decoded.is_ok()) return error_response(decoded.status());
-  json obj = std::move(decoded).value();
+  return create_object(c, std::move(decoded).value(), true);
+}
+
+http::Response create_object(Context& c, json obj, bool track) {
   json& meta = obj["metadata"];
 
   const api::Resource& r = c.resource();
@@ -83,6 +88,7 @@ http::Response handle_create(Context& c) {
   reset_status(r, obj);
   builtin::apply_defaults(r, obj);
   if (r.plural == "pods" && r.gv.group.empty()) obj["status"]["qosClass"] = pod_qos_class(obj);
+  if (track) track_fields(c, nullptr, obj);
 
   if (auto err = validate_object(c, obj, nullptr)) return error_response(*err);
   if (auto err = admit_namespace(c, c.info.namespace_, name)) return error_response(*err);

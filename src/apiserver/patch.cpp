@@ -1,5 +1,6 @@
 // PATCH: JSON patch, merge patch and strategic merge patch of an object, or
-// of its status or scale.
+// of its status or scale; apply patches go to handle_apply (apply_patch.cpp).
+#include "field_manager.h"
 #include "object.h"
 #include "patch_engine.h"
 #include "scale.h"
@@ -14,10 +15,8 @@ http::Response handle_patch(Context& c) {
     return error_response(Status(Code::kUnsupportedMediaType,
                                  "strategic merge patch is not supported for custom resources; "
                                  "use a JSON merge patch"));
-  if (*type == PatchType::kApply)
-    return error_response(Status(Code::kUnsupportedMediaType,
-                                 "server-side apply (application/apply-patch+yaml) is not "
-                                 "supported by this server yet"));
+  if (*type == PatchType::kApply) return handle_apply(c);
+  if (auto err = check_write_options(c, "PatchOptions", false)) return error_response(*err);
   const std::string kind = c.resource().kind;
   const api::Resource& r = c.resource();
   const schema::Message* message =

@@ -267,7 +267,8 @@ Result<json> apply_patch(PatchType type, const json& target, std::string_view bo
     case PatchType::kApply:
       break;
   }
-  return Status(Code::kUnsupportedMediaType, "apply patches are not supported yet");
+  return Status(Code::kUnsupportedMediaType,
+                "apply patches are merged by server-side apply (apply/), not patched");
 }
 
 }  // namespace vkube::apiserver

@@ -1,4 +1,5 @@
 // PUT: replace an object, or its status or scale.
+#include "field_manager.h"
 #include "object.h"
 #include "scale.h"
 #include "server_impl.h"
@@ -6,6 +7,11 @@
 namespace vkube::apiserver {
 
 http::Response guaranteed_update(Context& c, const Transform& transform) {
+  return guaranteed_update(c, transform,
+                           [&c](const json& cur, json& next) { track_fields(c, &cur, next); });
+}
+
+http::Response guaranteed_update(Context& c, const Transform& transform, const FieldsHook& fields) {
   if (Status s = check_dry_run(c); !s.is_ok()) return error_response(s);
   const std::string& name = c.info.name;
   const std::string key = c.key(name);
@@ -44,6 +50,7 @@ http::Response guaranteed_update(Context& c, const Transform& transform) {
           "the namespace of the provided object does not match the namespace sent on the request"));
 
     prepare_update(c, cur, next);
+    fields(cur, next);
     if (c.info.subresource.empty()) {
       if (auto err = validate_object(c, next, &cur)) return error_response(*err);
     }
@@ -61,6 +68,7 @@ http::Response guaranteed_update(Context& c, const Transform& transform) {
 }
 
 http::Response handle_update(Context& c) {
+  if (auto err = check_write_options(c, "UpdateOptions", false)) return error_response(*err);
   auto body = decode_body(c);
   if (!body.is_ok()) return error_response(body.status());
   json obj = std::move(body).value();

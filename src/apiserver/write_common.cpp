@@ -242,9 +242,23 @@ void prepare_update(Context& c, const json& cur, json& next) {
   }
 }
 
+namespace {
+
+// The write changes nothing but (maybe) the resourceVersion precondition.
+bool unchanged(const json& cur, json& next) {
+  json& meta = next["metadata"];
+  json rv = meta.value("resourceVersion", json());
+  meta["resourceVersion"] = cur["metadata"].value("resourceVersion", json());
+  bool same = next == cur;
+  if (rv.is_null()) meta.erase("resourceVersion");
+  else meta["resourceVersion"] = std::move(rv);
+  return same;
+}
+
+}  // namespace
+
 Result<std::optional<json>> commit_update(Context& c, const std::string& key, const json& cur,
                                           json next, storage::Revision expected) {
-  (void)cur;
   storage::Backend& b = c.server.backend();
   if (being_deleted_and_finalized(next)) {
     if (c.dry_run()) return std::optional<json>();
@@ -252,6 +266,9 @@ Result<std::optional<json>> commit_update(Context& c, const std::string& key, co
     if (!kv.is_ok()) return kv.status();
     return std::optional<json>();
   }
+  // As kube's storage does, a write that changes nothing is not made: the
+  // object keeps its resourceVersion and watchers see no event.
+  if (unchanged(cur, next)) return std::optional<json>(cur);
   if (c.dry_run()) {
     // Nothing is written, so the object keeps the revision it has.
     next["metadata"]["resourceVersion"] = std::to_string(expected);

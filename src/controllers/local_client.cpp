@@ -12,6 +12,8 @@ ApiResult LocalClient::call(std::string_view method, std::string_view target, co
   if (q != std::string_view::npos) req.query = std::string(target.substr(q + 1));
   req.peer = http::PeerCertificate{user_, {"system:masters"}};
   req.remote = "in-process";
+  // Names the field manager of the controllers' writes, as kube's do.
+  req.headers.push_back({"User-Agent", "kube-controller-manager/v1.32.0 (linux/amd64) vkube/" + user_});
   if (!body.is_null()) {
     req.body = body.dump();
     req.headers.push_back({"Content-Type", std::string(content_type)});

@@ -1,0 +1,209 @@
+#include "fieldset.h"
+
+#include <algorithm>
+
+namespace vkube::apiserver::apply {
+
+namespace {
+
+bool less_key(const std::pair<std::string, FieldSet>& c, std::string_view pe) {
+  return c.first < pe;
+}
+
+}  // namespace
+
+FieldSet& FieldSet::child(std::string_view pe) {
+  auto it = std::lower_bound(children_.begin(), children_.end(), pe, less_key);
+  if (it == children_.end() || it->first != pe)
+    it = children_.emplace(it, std::string(pe), FieldSet());
+  return it->second;
+}
+
+const FieldSet* FieldSet::find(std::string_view pe) const {
+  auto it = std::lower_bound(children_.begin(), children_.end(), pe, less_key);
+  return it == children_.end() || it->first != pe ? nullptr : &it->second;
+}
+
+FieldSet* FieldSet::find(std::string_view pe) {
+  auto it = std::lower_bound(children_.begin(), children_.end(), pe, less_key);
+  return it == children_.end() || it->first != pe ? nullptr : &it->second;
+}
+
+void FieldSet::add_child(std::string pe, FieldSet&& sub) {
+  if (sub.empty()) return;
+  if (children_.empty() || children_.back().first < pe) {
+    children_.emplace_back(std::move(pe), std::move(sub));
+    return;
+  }
+  auto it = std::lower_bound(children_.begin(), children_.end(), pe, less_key);
+  if (it != children_.end() && it->first == pe)
+    it->second.unite(sub);
+  else
+    children_.emplace(it, std::move(pe), std::move(sub));
+}
+
+void FieldSet::erase(std::string_view pe) {
+  auto it = std::lower_bound(children_.begin(), children_.end(), pe, less_key);
+  if (it != children_.end() && it->first == pe) children_.erase(it);
+}
+
+void FieldSet::insert(const std::vector<std::string>& path) {
+  FieldSet* n = this;
+  for (const auto& pe : path) n = &n->child(pe);
+  n->member_ = true;
+}
+
+bool FieldSet::contains(const std::vector<std::string>& path) const {
+  const FieldSet* n = this;
+  for (const auto& pe : path) {
+    n = n->find(pe);
+    if (n == nullptr) return false;
+  }
+  return n->member_;
+}
+
+size_t FieldSet::size() const {
+  size_t n = member_ ? 1 : 0;
+  for (const auto& [pe, c] : children_) n += c.size();
+  return n;
+}
+
+void FieldSet::unite(const FieldSet& other) {
+  member_ = member_ || other.member_;
+  if (other.children_.empty()) return;
+  if (children_.empty()) {
+    children_ = other.children_;
+    return;
+  }
+  Children out;
+  out.reserve(children_.size() + other.children_.size());
+  auto a = children_.begin();
+  auto b = other.children_.begin();
+  while (a != children_.end() || b != other.children_.end()) {
+    if (b == other.children_.end() || (a != children_.end() && a->first < b->first)) {
+      out.push_back(std::move(*a++));
+    } else if (a == children_.end() || b->first < a->first) {
+      out.push_back(*b++);
+    } else {
+      a->second.unite(b->second);
+      out.push_back(std::move(*a++));
+      ++b;
+    }
+  }
+  children_ = std::move(out);
+}
+
+void FieldSet::subtract(const FieldSet& other) {
+  if (other.member_) member_ = false;
+  if (other.children_.empty() || children_.empty()) return;
+  auto b = other.children_.begin();
+  for (auto& [pe, c] : children_) {
+    while (b != other.children_.end() && b->first < pe) ++b;
+    if (b == other.children_.end()) break;
+    if (b->first == pe) c.subtract(b->second);
+  }
+  std::erase_if(children_, [](const auto& c) { return c.second.empty(); });
+}
+
+FieldSet FieldSet::intersect(const FieldSet& other) const {
+  FieldSet out;
+  out.member_ = member_ && other.member_;
+  auto b = other.children_.begin();
+  for (const auto& [pe, c] : children_) {
+    while (b != other.children_.end() && b->first < pe) ++b;
+    if (b == other.children_.end()) break;
+    if (b->first == pe) {
+      FieldSet sub = c.intersect(b->second);
+      if (!sub.empty()) out.children_.emplace_back(pe, std::move(sub));
+    }
+  }
+  return out;
+}
+
+void FieldSet::for_each(const std::function<void(const Path&)>& fn) const {
+  Path prefix;
+  for_each_at(prefix, fn);
+}
+
+void FieldSet::for_each_at(Path& prefix, const std::function<void(const Path&)>& fn) const {
+  if (member_) fn(prefix);
+  for (const auto& [pe, c] : children_) {
+    prefix.push_back(pe);
+    c.for_each_at(prefix, fn);
+    prefix.pop_back();
+  }
+}
+
+json FieldSet::to_json() const {
+  json out(json::value_t::object);
+  auto& o = out.get_ref<json::object_t&>();
+  // "." sorts before every path element, and the children are sorted.
+  if (member_ && !children_.empty()) o.emplace_hint(o.end(), ".", json(json::value_t::object));
+  for (const auto& [pe, c] : children_) o.emplace_hint(o.end(), pe, c.to_json());
+  return out;
+}
+
+Result<FieldSet> FieldSet::from_json(const json& v) {
+  if (!v.is_object()) return Status::bad_request("a FieldsV1 value must be a JSON object");
+  FieldSet out;
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    const std::string& key = it.key();
+    if (key == ".") {
+      out.member_ = true;
+      continue;
+    }
+    std::string pe = key;
+    if (key.starts_with("k:") || key.starts_with("v:")) {
+      json parsed = json::parse(std::string_view(key).substr(2), nullptr, false);
+      if (parsed.is_discarded() || (key[0] == 'k' && !parsed.is_object()))
+        return Status::bad_request("invalid path element \"" + key + "\" in FieldsV1");
+      pe = key.substr(0, 2) + parsed.dump();
+    } else if (!key.starts_with("f:") && !key.starts_with("i:")) {
+      return Status::bad_request("invalid path element \"" + key + "\" in FieldsV1");
+    }
+    auto sub = from_json(it.value());
+    if (!sub.is_ok()) return sub.status();
+    if (sub->empty()) sub->member_ = true;  // {} is a member leaf
+    out.add_child(std::move(pe), std::move(sub).value());
+  }
+  return out;
+}
+
+namespace {
+
+std::string value_string(const json& v) {
+  return v.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace
+
+std::string path_string(const FieldSet::Path& path) {
+  std::string out;
+  for (std::string_view pe : path) {
+    std::string_view rest = pe.size() >= 2 ? pe.substr(2) : std::string_view();
+    if (pe.starts_with("f:")) {
+      out += '.';
+      out += rest;
+    } else if (pe.starts_with("k:")) {
+      json keys = json::parse(rest, nullptr, false);
+      out += '[';
+      bool first = true;
+      for (auto it = keys.begin(); keys.is_object() && it != keys.end(); ++it) {
+        if (!first) out += ',';
+        first = false;
+        out += it.key() + "=" + value_string(it.value());
+      }
+      out += ']';
+    } else if (pe.starts_with("v:")) {
+      json v = json::parse(rest, nullptr, false);
+      out += "[=" + (v.is_discarded() ? std::string(rest) : value_string(v)) + "]";
+    } else if (pe.starts_with("i:")) {
+      out += "[" + std::string(rest) + "]";
+    } else {
+      out += pe;
+    }
+  }
+  return out;
+}
+
+}  // namespace vkube::apiserver::apply
