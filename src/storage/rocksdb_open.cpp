@@ -189,7 +189,7 @@ RocksDbBackend::RocksDbBackend(RocksDbOptions options, std::shared_ptr<DbHandle>
                                Revision current, Revision compacted)
     : options_(std::move(options)),
       h_(std::move(handle)),
-      hub_(options_.watch_history_events, options_.watch_buffer_events),
+      hub_(options_.watch_history_events, options_.watch_buffer_events, options_.watch_history_bytes),
       committed_(current),
       compacted_(compacted),
       assigned_(current),

@@ -12,6 +12,8 @@ class HubWatcher;
 
 struct WatchHub::Core {
   size_t history_limit;
+  size_t history_bytes_limit;
+  size_t history_bytes = 0;  // key and value bytes held by `recent`
   size_t buffer_limit;
   mutable std::mutex mu;
   Revision last = 0;
@@ -148,9 +150,18 @@ class HubWatcher final : public Watch {
 
 }  // namespace
 
-WatchHub::WatchHub(size_t history_events, size_t buffer_events)
+namespace {
+size_t event_bytes(const Event& e) {
+  size_t n = e.kv.key.size() + e.kv.value.size() + sizeof(Event);
+  if (e.prev_kv) n += e.prev_kv->key.size() + e.prev_kv->value.size();
+  return n;
+}
+}  // namespace
+
+WatchHub::WatchHub(size_t history_events, size_t buffer_events, size_t history_bytes)
     : core_(std::make_shared<Core>()) {
   core_->history_limit = history_events;
+  core_->history_bytes_limit = history_bytes;
   core_->buffer_limit = std::max<size_t>(buffer_events, 1);
 }
 
@@ -160,6 +171,7 @@ void WatchHub::reset(Revision last_revision) {
   std::lock_guard lock(core_->mu);
   core_->last = last_revision;
   core_->recent.clear();
+  core_->history_bytes = 0;
 }
 
 void WatchHub::publish(const std::vector<EventPtr>& events) {
@@ -167,7 +179,14 @@ void WatchHub::publish(const std::vector<EventPtr>& events) {
   std::lock_guard lock(core_->mu);
   for (const EventPtr& e : events) {
     core_->recent.push_back(e);
-    if (core_->recent.size() > core_->history_limit) core_->recent.pop_front();
+    core_->history_bytes += event_bytes(*e);
+    // Bounded by count and by bytes: big objects (40-container Deployments
+    // with managedFields) must not keep hundreds of MiB resident.
+    while (core_->recent.size() > 1 && (core_->recent.size() > core_->history_limit ||
+                                        core_->history_bytes > core_->history_bytes_limit)) {
+      core_->history_bytes -= event_bytes(*core_->recent.front());
+      core_->recent.pop_front();
+    }
   }
   core_->last = events.back()->kv.mod_revision;
   for (HubWatcher* w : core_->watchers) {

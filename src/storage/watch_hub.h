@@ -30,7 +30,7 @@ class WatchHub {
  public:
   // history_events: how many recent events to keep in memory;
   // buffer_events: per-watcher bound on undelivered events.
-  WatchHub(size_t history_events, size_t buffer_events);
+  WatchHub(size_t history_events, size_t buffer_events, size_t history_bytes = 16u << 20);
   ~WatchHub();
   WatchHub(const WatchHub&) = delete;
   WatchHub& operator=(const WatchHub&) = delete;

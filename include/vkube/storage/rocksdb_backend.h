@@ -21,6 +21,8 @@ struct RocksDbOptions {
   // Recent events kept in memory so that watches from a recent revision
   // start without reading the event log.
   size_t watch_history_events = 16384;
+  // ... and at most this many bytes of them (older ones are read from the log).
+  size_t watch_history_bytes = 16u << 20;
   size_t block_cache_bytes = 32u << 20;
 };
 
