@@ -4,6 +4,7 @@
 #include "apply.h"
 #include "field_manager.h"
 #include "object.h"
+#include "authz.h"
 #include "server_impl.h"
 #include "yaml_json.h"
 
@@ -89,7 +90,14 @@ http::Response handle_apply(Context& c) {
     if (cur.is_ok()) break;
     if (cur.status().code() != Code::kNotFound || !c.info.subresource.empty())
       return error_response(storage_error(c, cur.status(), c.info.name));
-    // Apply creates what does not exist yet.
+    // Apply creates what does not exist yet, which needs the create verb
+    // too (the chain authorized "patch"), as on kube.
+    if (!rbac::is_privileged(c.user.groups)) {
+      rbac::Attributes attrs = request_attributes(c.req, c.info, c.user);
+      attrs.verb = "create";
+      rbac::Decision d = c.server.authorizer().authorize(attrs);
+      if (!d.allowed) return error_response(forbidden(attrs, d.reason));
+    }
     req.live = nullptr;
     auto applied = apply::run_apply(req);
     if (!applied.is_ok()) return error_response(applied.status());

@@ -370,6 +370,37 @@ TEST_CASE("self reviews: can-i, rules and whoami", "[apiserver]") {
             .status == 403);
 }
 
+TEST_CASE("an apply that creates needs the create verb as well as patch", "[apiserver]") {
+  Fixture f;
+  json role = {{"apiVersion", "rbac.authorization.k8s.io/v1"},
+               {"kind", "Role"},
+               {"metadata", {{"name", "cm-patcher"}, {"namespace", "team"}}},
+               {"rules", {{{"apiGroups", {""}}, {"resources", {"configmaps"}}, {"verbs", {"get", "patch"}}}}}};
+  REQUIRE(f.admin("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/team/roles", role).status == 201);
+  json binding = binding_to_alice("team");
+  binding["roleRef"]["name"] = "cm-patcher";
+  REQUIRE(f.admin("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/team/rolebindings", binding).status ==
+          201);
+  auto apply = [&] {
+    http::Request req;
+    req.method = "PATCH";
+    req.target = "/api/v1/namespaces/team/configmaps/applied?fieldManager=alice";
+    req.path = "/api/v1/namespaces/team/configmaps/applied";
+    req.query = "fieldManager=alice";
+    req.headers = {{"Authorization", "Bearer alice-token"},
+                   {"Content-Type", "application/apply-patch+yaml"}};
+    req.body = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: applied}\ndata: {a: b}\n";
+    return f.api->handle(req);
+  };
+  auto denied = apply();
+  CHECK(denied.status == 403);
+  CHECK_THAT(denied.body, Catch::Contains("cannot create resource \\\"configmaps\\\""));
+  role["rules"][0]["verbs"].push_back("create");
+  REQUIRE(f.admin("PUT", "/apis/rbac.authorization.k8s.io/v1/namespaces/team/roles/cm-patcher", role).status ==
+          200);
+  CHECK(apply().status == 201);
+}
+
 TEST_CASE("the static token file is kube-apiserver's CSV", "[apiserver]") {
   auto tokens = parse_token_file(
       "\xEF\xBB\xBF"
