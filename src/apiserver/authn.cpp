@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "authz.h"
+#include "sa_token.h"
 
 namespace vkube::apiserver {
 
@@ -75,9 +76,15 @@ std::optional<UserInfo> authenticate(const Options& options, const http::Request
   } else {
     std::string_view auth = req.header("Authorization");
     if (auth.size() > 7 && (auth.starts_with("Bearer ") || auth.starts_with("bearer "))) {
-      auto it = options.tokens.find(std::string(auth.substr(7)));
-      if (it == options.tokens.end()) return std::nullopt;
-      user = it->second;
+      std::string token(auth.substr(7));
+      auto it = options.tokens.find(token);
+      if (it != options.tokens.end()) {
+        user = it->second;
+      } else if (auto sa = authenticate_service_account_token(options.service_account_key, token)) {
+        user = std::move(*sa);
+      } else {
+        return std::nullopt;
+      }
     } else if (options.allow_anonymous) {
       return UserInfo{
           std::string(rbac::kAnonymousUser), {std::string(rbac::kUnauthenticatedGroup)}, ""};

@@ -37,6 +37,10 @@ json legacy_resources(const Registry& reg, const api::GroupVersion& gv) {
     if (r.plural == "namespaces" && gv.group.empty())
       resources.push_back({{"name", "namespaces/finalize"}, {"singularName", ""},
                            {"namespaced", false}, {"kind", "Namespace"}, {"verbs", {"update"}}});
+    if (r.plural == "serviceaccounts" && gv.group.empty())
+      resources.push_back({{"name", "serviceaccounts/token"}, {"singularName", ""},
+                           {"namespaced", true}, {"group", "authentication.k8s.io"},
+                           {"version", "v1"}, {"kind", "TokenRequest"}, {"verbs", {"create"}}});
   }
   return {{"kind", "APIResourceList"}, {"apiVersion", "v1"},
           {"groupVersion", gv.api_version()}, {"resources", resources}};
@@ -64,6 +68,11 @@ json aggregated_group(const Registry& reg, const std::string& group) {
                         {"verbs", kSubVerbs}});
       if (r.status_subresource)
         subs.push_back({{"subresource", "status"}, {"responseKind", kind_ref}, {"verbs", kSubVerbs}});
+      if (r.plural == "serviceaccounts" && gv.group.empty())
+        subs.push_back({{"subresource", "token"},
+                        {"responseKind",
+                         {{"group", "authentication.k8s.io"}, {"version", "v1"}, {"kind", "TokenRequest"}}},
+                        {"verbs", {"create"}}});
       if (!subs.empty()) entry["subresources"] = subs;
       resources.push_back(entry);
     }

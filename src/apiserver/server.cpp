@@ -179,7 +179,8 @@ http::Response Server::route(http::Request& req, const RequestInfo& info, const 
   const std::string& sub = info.subresource;
   if (!sub.empty() && !(sub == "status" && kind->resource.status_subresource) &&
       !(sub == "scale" && kind->resource.scale_subresource) &&
-      !(sub == "finalize" && info.resource == "namespaces"))
+      !(sub == "finalize" && info.resource == "namespaces") &&
+      !(sub == "token" && info.resource == "serviceaccounts" && info.group.empty()))
     return error_response(Status::not_found("the server could not find the requested resource"));
 
   http::Response resp;
@@ -188,6 +189,10 @@ http::Response Server::route(http::Request& req, const RequestInfo& info, const 
   if (sub.empty() && std::find(kind->resource.verbs.begin(), kind->resource.verbs.end(), verb) ==
                          kind->resource.verbs.end())
     return error_response(method_not_supported(kind->resource, verb));
+  if (sub == "token") {
+    if (verb != "create") return error_response(method_not_supported(kind->resource, verb));
+    return handle_token_request(ctx);
+  }
   if (kind->create_only) resp = handle_review(ctx);
   else if (verb == "get") resp = handle_get(ctx);
   else if (verb == "list") resp = handle_list(ctx);

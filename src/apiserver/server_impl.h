@@ -81,6 +81,8 @@ http::Response handle_update(Context& c);
 http::Response handle_patch(Context& c);
 http::Response handle_delete(Context& c);
 http::Response handle_delete_collection(Context& c);
+// serviceaccounts/<name>/token (sa_token.cpp).
+http::Response handle_token_request(Context& c);
 // POST of a kind that is never stored (Kind::create_only): the access
 // reviews, answered by the authorizer (reviews.cpp).
 http::Response handle_review(Context& c);

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <thread>
 
@@ -19,6 +20,23 @@
 namespace vkube::cli {
 
 namespace {
+// The key service-account tokens are signed with: created once (0600), read
+// on every later start so tokens survive restarts.
+Result<std::string> service_account_key(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (in) {
+    std::string key((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (key.size() >= 32) return key;
+  }
+  std::string key = pki::random_token(48);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return Status::unavailable("cannot write " + path);
+  out << key;
+  out.close();
+  std::filesystem::permissions(path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  return key;
+}
+
 // Milliseconds since the tenant began to start (the start-up timeline at
 // --log-level debug).
 double since_start_ms() {
@@ -106,6 +124,9 @@ class TenantImpl final : public Tenant {
 
     apiserver::Options ao;
     ao.backend = cache_.get();
+    auto sa_key = service_account_key(o.data_dir + "/pki/service-account.key");
+    if (!sa_key.is_ok()) return sa_key.status();
+    ao.service_account_key = std::move(sa_key).value();
     if (!o.token_auth_file.empty()) {
       auto tokens = apiserver::load_token_file(o.token_auth_file);
       if (!tokens.is_ok()) return tokens.status();

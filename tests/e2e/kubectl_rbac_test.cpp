@@ -179,3 +179,37 @@ TEST_CASE("kubectl --as evaluates the request as the impersonated user", "[e2e]"
 
 }  // namespace
 }  // namespace vkube::e2e
+
+namespace vkube::e2e {
+namespace {
+
+TEST_CASE("kubectl create token issues a service-account token that RBAC evaluates", "[e2e]") {
+  Cluster c;
+  REQUIRE_THAT(c.kubectl({"create", "serviceaccount", "robot"}), Succeeded());
+  Result token = c.kubectl({"create", "token", "robot", "--duration=1h"});
+  REQUIRE_THAT(token, Succeeded());
+  std::string jwt = token.out.substr(0, token.out.find('\n'));
+  REQUIRE(std::count(jwt.begin(), jwt.end(), '.') == 2);
+  const std::string robot = c.token_kubeconfig("robot", jwt);
+
+  Result who = c.kubectl({"--kubeconfig", robot, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"});
+  REQUIRE_THAT(who, Succeeded());
+  CHECK(who.out == "system:serviceaccount:default:robot");
+  CHECK_THAT(c.kubectl({"--kubeconfig", robot, "get", "pods"}),
+             FailedWith("User \"system:serviceaccount:default:robot\" cannot list resource \"pods\""));
+  REQUIRE_THAT(c.kubectl({"create", "rolebinding", "robot-view", "--clusterrole=view",
+                          "--serviceaccount=default:robot"}),
+               Succeeded());
+  CHECK_THAT(c.kubectl({"--kubeconfig", robot, "get", "pods"}), Succeeded());
+  // A token that was tampered with, or for an account that does not exist.
+  std::string forged = jwt;
+  forged.back() = forged.back() == 'A' ? 'B' : 'A';
+  CHECK_THAT(c.kubectl({"--kubeconfig", c.token_kubeconfig("forged", forged), "get", "pods"}),
+             FailedWith("Unauthorized"));
+  CHECK_THAT(c.kubectl({"create", "token", "nobody"}), FailedWith("serviceaccounts \"nobody\" not found"));
+  CHECK_THAT(c.kubectl({"create", "token", "robot", "--duration=1m"}),
+             FailedWith("may not specify a duration less than 10 minutes"));
+}
+
+}  // namespace
+}  // namespace vkube::e2e

@@ -25,6 +25,9 @@ struct Options {
   // Static bearer tokens: token -> user (see load_token_file). Every
   // authenticated user is also in the group system:authenticated.
   std::map<std::string, UserInfo> tokens;
+  // The key service-account tokens are signed with (`kubectl create
+  // token`); empty: the token subresource answers 404.
+  std::string service_account_key;
   // Accept requests without credentials as system:anonymous (tests only).
   bool allow_anonymous = false;
   std::string version = "v1.32.0";  // gitVersion reported by /version
