@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <mutex>
 #include <thread>
 
@@ -103,22 +104,24 @@ class TenantImpl final : public Tenant {
     std::filesystem::create_directories(o.data_dir, ec);
     if (ec) return Status::unavailable("cannot create " + o.data_dir + ": " + ec.message());
 
+    // Certificates are made (or loaded) while the store opens.
+    pki::PkiOptions po;
+    po.dir = o.data_dir;
+    po.hosts = o.tls_sans;
+    if (host_ != "0.0.0.0" && host_ != "::" && !host_.empty()) po.hosts.insert(po.hosts.begin(), host_);
+    auto pki_done = std::async(std::launch::async, [po] { return pki::ensure_pki(po); });
+
     storage::RocksDbOptions so;
     so.path = o.data_dir + "/store";
     so.sync = o.sync;
     auto store = storage::open_rocksdb(so);
+    auto bundle = pki_done.get();
     if (!store.is_ok()) return store.status();
     store_ = std::move(store).value();
     VKUBE_LOG(debug, "start: store open", {"ms", since_start_ms()});
     auto cache = storage::make_watch_cache(*store_);
     if (!cache.is_ok()) return cache.status();
     cache_ = std::move(cache).value();
-
-    pki::PkiOptions po;
-    po.dir = o.data_dir;
-    po.hosts = o.tls_sans;
-    if (host_ != "0.0.0.0" && host_ != "::" && !host_.empty()) po.hosts.insert(po.hosts.begin(), host_);
-    auto bundle = pki::ensure_pki(po);
     if (!bundle.is_ok()) return bundle.status();
     VKUBE_LOG(debug, "start: certificates ready", {"ms", since_start_ms()});
 
