@@ -51,6 +51,28 @@ std::string warning_header(const std::string& text) {
   return out + "\"";
 }
 
+// The deepest nesting of objects and arrays in a JSON (or flow-style YAML)
+// text, stopping early past `limit`. Every walker over request bodies
+// (merge, validation, printing) may then recurse safely.
+size_t nesting_depth(std::string_view text, size_t limit) {
+  size_t depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (char ch : text) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (ch == '\\') escaped = true;
+      else if (ch == '"') in_string = false;
+      continue;
+    }
+    if (ch == '"') in_string = true;
+    else if (ch == '{' || ch == '[') {
+      deepest = std::max(deepest, ++depth);
+      if (deepest > limit) return deepest;
+    } else if ((ch == '}' || ch == ']') && depth > 0) --depth;
+  }
+  return deepest;
+}
+
 bool is_mutating(const std::string& method) {
   return method == "POST" || method == "PUT" || method == "PATCH" || method == "DELETE";
 }
@@ -128,6 +150,12 @@ http::Response Server::chain(http::Request& req, const RequestInfo& info) {
     rbac::Decision d = authorizer_->authorize(attrs);
     if (!d.allowed) return error_response(forbidden(attrs, d.reason));
   }
+  // kube-apiserver refuses bodies nested deeper than its decoders allow.
+  constexpr size_t kMaxNesting = 1000;
+  if (!req.body.empty() && !req.header("Content-Type").starts_with("application/vnd.kubernetes.protobuf") &&
+      nesting_depth(req.body, kMaxNesting) > kMaxNesting)
+    return error_response(Status::bad_request("the request body nests objects or arrays deeper than " +
+                                              std::to_string(kMaxNesting) + " levels"));
   return route(req, info, user);
 }
 

@@ -16,6 +16,9 @@
 
 namespace vkube::schema {
 
+// decode_object at a nesting depth (RawExtensions may embed envelopes).
+Result<json> decode_object_at(std::string_view body, int depth);
+
 namespace {
 
 constexpr int kMaxDepth = 100;
@@ -190,7 +193,7 @@ struct Decoder {
           return std::nullopt;
         if (raw.empty()) return std::nullopt;
         if (raw.starts_with(kProtobufMagic)) {
-          auto obj = decode_object(raw);
+          auto obj = decode_object_at(raw, depth + 1);  // nesting counts across envelopes
           if (!obj.is_ok()) {
             fail(obj.status().message());
             return std::nullopt;
@@ -602,7 +605,8 @@ std::string encode(const Message& m, const json& value) {
   return out;
 }
 
-Result<json> decode_object(std::string_view body) {
+Result<json> decode_object_at(std::string_view body, int depth) {
+  if (depth > kMaxDepth) return Status::bad_request("the object nests too deeply");
   auto env = parse_envelope(body);
   if (!env.is_ok()) return env.status();
   auto [group, version] = split_api_version(env->api_version);
@@ -610,13 +614,18 @@ Result<json> decode_object(std::string_view body) {
   if (m == nullptr)
     return Status::bad_request("no kind \"" + env->kind + "\" is registered for version \"" +
                                env->api_version + "\"");
-  auto obj = decode(*m, env->raw);
+  Decoder d;
+  auto v = d.message(*m, env->raw, true, depth);
+  if (!d.error.empty()) return Status::bad_request(d.error);
+  Result<json> obj = v ? std::move(*v) : json::object();
   if (!obj.is_ok()) return obj.status();
   if (!obj->is_object()) return Status::bad_request("the protobuf body is not an object");
   if (!env->api_version.empty()) (*obj)["apiVersion"] = env->api_version;
   (*obj)["kind"] = env->kind;
   return obj;
 }
+
+Result<json> decode_object(std::string_view body) { return decode_object_at(body, 0); }
 
 Result<std::string> encode_object(const json& obj) {
   std::string api_version = obj.value("apiVersion", "");

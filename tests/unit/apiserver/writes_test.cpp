@@ -187,3 +187,24 @@ TEST_CASE("protobuf bodies create objects and protobuf is answered when preferre
 
 }  // namespace
 }  // namespace vkube::apiserver
+
+namespace vkube::apiserver {
+namespace {
+
+TEST_CASE("bodies nested absurdly deep are refused and not recursed into", "[apiserver]") {
+  Server s;
+  std::string deep = R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"d"},"data":)";
+  for (int i = 0; i < 200000; ++i) deep += "{\"a\":";
+  deep += "1";
+  for (int i = 0; i < 200000; ++i) deep += "}";
+  deep += "}";
+  auto r = s.call("POST", "/api/v1/namespaces/w/configmaps", deep);
+  CHECK(r.status == 400);
+  CHECK_THAT(r.body, Catch::Contains("deeper than 1000 levels"));
+  std::string patch(300000, '[');
+  auto p = s.call("PATCH", "/api/v1/namespaces/w/configmaps/d", patch, "application/merge-patch+json");
+  CHECK(p.status == 400);
+}
+
+}  // namespace
+}  // namespace vkube::apiserver
