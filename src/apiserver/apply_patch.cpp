@@ -7,6 +7,7 @@
 #include "authz.h"
 #include "server_impl.h"
 #include "yaml_json.h"
+#include "vkube/schema/validation.h"
 
 namespace vkube::apiserver {
 
@@ -55,7 +56,9 @@ Result<json> decode_config(Context& c) {
         "the namespace of the provided object does not match the namespace sent on the request");
   auto first = c.req.body.find_first_not_of(" \t\r\n");
   bool is_json = first != std::string::npos && c.req.body[first] == '{';
-  VKUBE_RETURN_IF_ERROR(check_fields(c, config, is_json ? std::string_view(c.req.body) : ""));
+  std::vector<std::string> duplicates;  // yaml-cpp keeps the last of duplicate keys; JSON is checked
+  if (is_json && notes_duplicates(c)) duplicates = schema::duplicate_fields(c.req.body);
+  VKUBE_RETURN_IF_ERROR(check_fields(c, config, duplicates));
   return config;
 }
 

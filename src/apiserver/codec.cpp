@@ -2,6 +2,7 @@
 
 #include "errors.h"
 #include "vkube/schema/protobuf.h"
+#include "vkube/schema/validation.h"
 
 namespace vkube::apiserver {
 
@@ -13,7 +14,8 @@ constexpr std::string_view kUnknownFormat =
 
 }  // namespace
 
-Result<json> decode_request_body(const http::Request& req, bool custom_resource) {
+Result<json> decode_request_body(const http::Request& req, bool custom_resource,
+                                 std::vector<std::string>* duplicates) {
   std::string_view ct = req.header("Content-Type");
   if (is_protobuf(ct)) {
     if (custom_resource)
@@ -25,7 +27,7 @@ Result<json> decode_request_body(const http::Request& req, bool custom_resource)
       return Status::bad_request("the protobuf body could not be decoded: " + obj.status().message());
     return obj;
   }
-  json v = json::parse(req.body, nullptr, false);
+  json v = schema::parse_json(req.body, duplicates);
   if (v.is_discarded()) return Status::bad_request(std::string(kUnknownFormat));
   return v;
 }

@@ -19,7 +19,9 @@ inline bool is_protobuf(std::string_view content_type) {
 
 // Decodes a request body to a JSON value by its Content-Type: protobuf
 // (built-in kinds only; custom resources get 415 as on kube) or JSON.
-Result<json> decode_request_body(const http::Request& req, bool custom_resource);
+// With `duplicates`, JSON keys that occur twice are noted in the same pass.
+Result<json> decode_request_body(const http::Request& req, bool custom_resource,
+                                 std::vector<std::string>* duplicates = nullptr);
 
 // True when the client's first choice is protobuf (client-go sends
 // "application/vnd.kubernetes.protobuf,application/json").

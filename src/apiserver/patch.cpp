@@ -5,6 +5,7 @@
 #include "patch_engine.h"
 #include "scale.h"
 #include "server_impl.h"
+#include "vkube/schema/validation.h"
 
 namespace vkube::apiserver {
 
@@ -22,9 +23,14 @@ http::Response handle_patch(Context& c) {
   const schema::Message* message =
       r.is_custom ? nullptr : schema::Registry::get().find_kind(r.gv.group, r.gv.version, r.kind);
   const schema::Message* scale = schema::Registry::get().find_kind("autoscaling", "v1", "Scale");
+  // Parsed once, not on every retry of the update loop.
+  std::vector<std::string> duplicates;
+  const json patch = schema::parse_json(c.req.body, notes_duplicates(c) ? &duplicates : nullptr);
   return guaranteed_update(c, [&](const json& cur) -> Result<json> {
+    // Reported after the object is read, so a missing object is still a 404.
+    if (patch.is_discarded()) return Status::bad_request("the patch is not valid JSON");
     if (c.info.subresource == "scale") {
-      auto patched = apply_patch(*type, to_scale(c.resource(), cur), c.req.body, scale);
+      auto patched = apply_patch(*type, to_scale(c.resource(), cur), patch, scale);
       if (!patched.is_ok()) return patched.status();
       json next = cur;
       VKUBE_RETURN_IF_ERROR(apply_scale(*patched, next));
@@ -35,13 +41,13 @@ http::Response handle_patch(Context& c) {
     json base = cur;
     base["apiVersion"] = c.resource().gv.api_version();
     base["kind"] = kind;
-    auto patched = apply_patch(*type, base, c.req.body, message);
+    auto patched = apply_patch(*type, base, patch, message);
     if (!patched.is_ok()) return patched.status();
     json next = std::move(patched).value();
     if (!next.is_object()) return Status::bad_request("the patched object is not a JSON object");
     if (!next.contains("metadata") || !next["metadata"].is_object())
       return Status::bad_request("the patch removed the object's metadata");
-    VKUBE_RETURN_IF_ERROR(check_fields(c, next, c.req.body));
+    VKUBE_RETURN_IF_ERROR(check_fields(c, next, duplicates));
     // A resourceVersion the patch did not change is no precondition.
     if (str_at(next["metadata"], "resourceVersion") == str_at(cur["metadata"], "resourceVersion"))
       next["metadata"].erase("resourceVersion");

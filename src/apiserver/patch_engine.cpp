@@ -238,11 +238,8 @@ Result<json> strategic_merge(const json& target, const json& patch, const schema
   return out;
 }
 
-Result<json> apply_patch(PatchType type, const json& target, std::string_view body,
+Result<json> apply_patch(PatchType type, const json& target, const json& patch,
                          const schema::Message* m) {
-  json patch = json::parse(body, nullptr, false);
-  if (patch.is_discarded())
-    return Status::bad_request("the patch is not valid JSON");
   switch (type) {
     case PatchType::kJson: {
       if (!patch.is_array()) return Status::bad_request("a JSON patch must be an array of operations");

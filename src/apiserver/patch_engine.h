@@ -19,11 +19,11 @@ enum class PatchType { kJson, kMerge, kStrategic, kApply };
 // From a PATCH Content-Type; kUnsupportedMediaType for others.
 Result<PatchType> patch_type(std::string_view content_type);
 
-// Applies `patch` to `target`, an object of message `m` (nullptr when the
-// kind has no description: custom resources). kBadRequest (400) for a
-// malformed patch, kInvalid (422) for a JSON patch that does not apply or a
+// Applies the parsed `patch` to `target`, an object of message `m` (nullptr
+// when the kind has no description: custom resources). kBadRequest (400) for
+// a patch of the wrong shape, kInvalid (422) for a JSON patch that does not apply or a
 // failed `test` operation.
-Result<json> apply_patch(PatchType type, const json& target, std::string_view patch,
+Result<json> apply_patch(PatchType type, const json& target, const json& patch,
                          const schema::Message* m);
 
 // Strategic merge patch of `patch` into `target`, following the patch

@@ -4,9 +4,6 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include <chrono>
-#include <ctime>
-
 #include "codec.h"
 #include "object.h"
 #include "server_impl.h"
@@ -27,30 +24,6 @@ std::string hmac(const std::string& key, std::string_view data) {
 }
 
 std::string b64url(std::string_view s) { return base64_encode(s, /*url_safe=*/true, /*pad=*/false); }
-
-std::optional<std::string> unb64url(std::string s) {
-  for (auto& ch : s) {
-    if (ch == '-') ch = '+';
-    else if (ch == '_') ch = '/';
-  }
-  while (s.size() % 4) s.push_back('=');
-  return base64_decode(s);
-}
-
-int64_t now_seconds() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-std::string rfc3339(int64_t secs) {
-  std::time_t t = static_cast<std::time_t>(secs);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 }  // namespace
 
@@ -77,16 +50,16 @@ std::optional<UserInfo> authenticate_service_account_token(const std::string& ke
   size_t b = a == std::string::npos ? a : token.find('.', a + 1);
   if (b == std::string::npos) return std::nullopt;
   std::string_view signing(token.data(), b);
-  auto sig = unb64url(token.substr(b + 1));
+  auto sig = base64_decode(token.substr(b + 1));  // either alphabet, unpadded too
   std::string want = hmac(key, signing);
   if (!sig || sig->size() != want.size() || CRYPTO_memcmp(sig->data(), want.data(), want.size()) != 0)
     return std::nullopt;
-  auto payload = unb64url(token.substr(a + 1, b - a - 1));
+  auto payload = base64_decode(token.substr(a + 1, b - a - 1));
   if (!payload) return std::nullopt;
   json claims = json::parse(*payload, nullptr, false);
   if (!claims.is_object() || !claims.contains("exp") || !claims["exp"].is_number_integer())
     return std::nullopt;
-  if (claims["exp"].get<int64_t>() <= now_seconds()) return std::nullopt;
+  if (claims["exp"].get<int64_t>() <= now_unix()) return std::nullopt;
   const json& k8s = claims.value("kubernetes.io", json::object());
   std::string ns = k8s.value("namespace", "");
   std::string name = k8s.value("serviceaccount", json::object()).value("name", "");
@@ -130,7 +103,7 @@ http::Response handle_token_request(Context& c) {
     for (const json& a : spec["audiences"])
       if (a.is_string()) audiences.push_back(a.get<std::string>());
   if (audiences.empty()) audiences.push_back(std::string(kIssuer));
-  const int64_t now = now_seconds();
+  const int64_t now = now_unix();
   std::string uid = str_at((*sa)["metadata"], "uid");
   std::string token = issue_service_account_token(c.server.options().service_account_key, c.info.namespace_,
                                                   c.info.name, uid, audiences, now, seconds);
@@ -138,7 +111,7 @@ http::Response handle_token_request(Context& c) {
               {"apiVersion", "authentication.k8s.io/v1"},
               {"metadata", {{"name", c.info.name}, {"namespace", c.info.namespace_}, {"creationTimestamp", nullptr}}},
               {"spec", {{"audiences", audiences}, {"expirationSeconds", seconds}, {"boundObjectRef", nullptr}}},
-              {"status", {{"token", token}, {"expirationTimestamp", rfc3339(now + seconds)}}}};
+              {"status", {{"token", token}, {"expirationTimestamp", format_rfc3339(now + seconds)}}}};
   return json_response(201, out);
 }
 

@@ -96,10 +96,12 @@ http::Response handle_openapi(Server& s, const http::Request& req);
 // client omits them) and checks them against the resource otherwise.
 Result<json> decode_body(Context& c);
 // fieldValidation (Ignore, Warn (the default) or Strict): unknown fields of
-// `obj` and duplicate keys in `raw_json` (may be empty) become warnings or a
-// 400 naming every one; unknown fields are dropped unless Strict refuses
+// `obj` and the body's `duplicates` (noted while parsing) become warnings or
+// a 400 naming every one; unknown fields are dropped unless Strict refuses
 // them (kube never stores a field its types do not have).
-Status check_fields(Context& c, json& obj, std::string_view raw_json);
+Status check_fields(Context& c, json& obj, const std::vector<std::string>& duplicates);
+// Whether the request's fieldValidation wants duplicate keys noted.
+bool notes_duplicates(const Context& c);
 // Checks the dryRun parameter ("All" or absent).
 Status check_dry_run(const Context& c);
 // Validates generic metadata and the kind's rules; Invalid error if any.

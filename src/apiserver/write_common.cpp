@@ -10,7 +10,9 @@
 namespace vkube::apiserver {
 
 Result<json> decode_body(Context& c) {
-  auto decoded = decode_request_body(c.req, c.resource().is_custom);
+  std::vector<std::string> duplicates;  // noted while parsing, unless they are ignored
+  auto decoded = decode_request_body(c.req, c.resource().is_custom,
+                                     notes_duplicates(c) ? &duplicates : nullptr);
   if (!decoded.is_ok()) return decoded.status();
   json obj = std::move(*decoded);
   if (!obj.is_object()) return Status::bad_request("the request body must be a JSON object");
@@ -29,14 +31,13 @@ Result<json> decode_body(Context& c) {
   if (!obj.contains("metadata")) obj["metadata"] = json::object();
   if (!obj["metadata"].is_object())
     return Status::bad_request("metadata: the field must be an object");
-  if (c.info.subresource != "scale")
-    VKUBE_RETURN_IF_ERROR(check_fields(c, obj, is_protobuf(c.req.header("Content-Type"))
-                                                   ? std::string_view()
-                                                   : std::string_view(c.req.body)));
+  if (c.info.subresource != "scale") VKUBE_RETURN_IF_ERROR(check_fields(c, obj, duplicates));
   return obj;
 }
 
-Status check_fields(Context& c, json& obj, std::string_view raw_json) {
+bool notes_duplicates(const Context& c) { return c.param("fieldValidation").value_or("Warn") != "Ignore"; }
+
+Status check_fields(Context& c, json& obj, const std::vector<std::string>& duplicates) {
   // kube-apiserver's default when the client does not say is Warn.
   std::string mode = c.param("fieldValidation").value_or("Warn");
   if (mode != "Ignore" && mode != "Warn" && mode != "Strict")
@@ -51,15 +52,15 @@ Status check_fields(Context& c, json& obj, std::string_view raw_json) {
     return Status::ok();
   }
   std::vector<std::string> problems;
-  if (!raw_json.empty())
-    for (auto& p : schema::duplicate_fields(raw_json)) problems.push_back("duplicate field \"" + p + "\"");
-  for (auto& p : schema::unknown_fields(*m, obj)) problems.push_back("unknown field \"" + p + "\"");
+  for (auto& p : duplicates) problems.push_back("duplicate field \"" + p + "\"");
+  // Warn drops what it reports in the same walk; Strict refuses and keeps.
+  auto unknown = mode == "Warn" ? schema::drop_unknown_fields(*m, obj) : schema::unknown_fields(*m, obj);
+  for (auto& p : unknown) problems.push_back("unknown field \"" + p + "\"");
   if (problems.empty()) return Status::ok();
   if (mode == "Warn") {
     for (auto& p : problems)
       if (std::find(c.warnings.begin(), c.warnings.end(), p) == c.warnings.end())
         c.warnings.push_back(std::move(p));
-    schema::drop_unknown_fields(*m, obj);
     return Status::ok();
   }
   std::string msg = r.kind + " in version \"" + r.gv.version + "\" cannot be handled as a " + r.kind +

@@ -1,6 +1,7 @@
 #include "vkube/schema/validation.h"
 
 #include <set>
+#include <type_traits>
 
 namespace vkube::schema {
 
@@ -12,29 +13,40 @@ std::string join(const std::string& path, const std::string& key) {
   return path.empty() ? key : path + "." + key;
 }
 
-void walk(const Message& m, const json& v, const std::string& path, std::vector<std::string>& out,
-          int depth);
+// One walk for both uses: J = const json reports unknown fields, J = json
+// also removes them. `path` is a buffer: each level appends its segment and
+// cuts it off again, so only reported paths are copied.
+template <typename J>
+void walk(const Message& m, J& v, std::string& path, std::vector<std::string>& out, int depth);
 
-void walk_value(const Field& f, const json& v, const std::string& path,
-                std::vector<std::string>& out, int depth) {
+template <typename J>
+void walk_value(const Field& f, J& v, std::string& path, std::vector<std::string>& out, int depth) {
+  const size_t mark = path.size();
   if (f.is_map) {
     if (f.map_value != Type::kMessage || !v.is_object()) return;
-    for (auto it = v.begin(); it != v.end(); ++it)
-      walk(*f.message, it.value(), path + "[" + it.key() + "]", out, depth + 1);
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      path.append("[").append(it.key()).append("]");
+      walk(*f.message, it.value(), path, out, depth + 1);
+      path.resize(mark);
+    }
     return;
   }
   if (f.type != Type::kMessage) return;
-  if (f.repeated) {
-    if (!v.is_array()) return;
-    for (size_t i = 0; i < v.size(); ++i)
-      walk(*f.message, v[i], path + "[" + std::to_string(i) + "]", out, depth + 1);
+  if (!f.repeated) {
+    walk(*f.message, v, path, out, depth + 1);
     return;
   }
-  walk(*f.message, v, path, out, depth + 1);
+  if (!v.is_array()) return;
+  for (size_t i = 0; i < v.size(); ++i) {
+    path.append("[").append(std::to_string(i)).append("]");
+    walk(*f.message, v[i], path, out, depth + 1);
+    path.resize(mark);
+  }
 }
 
-void walk(const Message& m, const json& v, const std::string& path, std::vector<std::string>& out,
-          int depth) {
+template <typename J>
+void walk(const Message& m, J& v, std::string& path, std::vector<std::string>& out, int depth) {
+  constexpr bool kRemove = !std::is_const_v<J>;
   if (depth > 100 || !v.is_object()) return;
   switch (m.json_format) {
     case JsonFormat::kObject: break;
@@ -47,62 +59,46 @@ void walk(const Message& m, const json& v, const std::string& path, std::vector<
       return;
     default: return;  // scalars in JSON, or embedded raw JSON
   }
-  for (auto it = v.begin(); it != v.end(); ++it) {
-    if (depth == 0 && (it.key() == "apiVersion" || it.key() == "kind")) continue;
-    const Field* f = m.field(it.key());
-    std::string p = join(path, it.key());
-    if (f == nullptr) {
-      out.push_back(p);
-      continue;
-    }
-    walk_value(*f, it.value(), p, out, depth);
-  }
-}
-
-void prune(const Message& m, json& v, int depth) {
-  if (depth > 100 || !v.is_object()) return;
-  if (m.json_format == JsonFormat::kSchemaOrArray || m.json_format == JsonFormat::kSchemaOrBool ||
-      m.json_format == JsonFormat::kSchemaOrStringArray) {
-    for (const Field& f : m.fields)
-      if (f.is_message() && !f.repeated) prune(*f.message, v, depth + 1);
-    return;
-  }
-  if (m.json_format != JsonFormat::kObject) return;
+  const size_t mark = path.size();
   for (auto it = v.begin(); it != v.end();) {
     if (depth == 0 && (it.key() == "apiVersion" || it.key() == "kind")) {
       ++it;
       continue;
     }
+    if (mark > 0) path.push_back('.');
+    path.append(it.key());
     const Field* f = m.field(it.key());
     if (f == nullptr) {
-      it = v.erase(it);
+      out.push_back(path);
+      path.resize(mark);
+      if constexpr (kRemove) it = v.erase(it);
+      else ++it;
       continue;
     }
-    json& val = it.value();
-    if (f->is_map && f->map_value == Type::kMessage && val.is_object()) {
-      for (auto& e : val) prune(*f->message, e, depth + 1);
-    } else if (f->type == Type::kMessage && !f->is_map) {
-      if (f->repeated && val.is_array()) {
-        for (auto& e : val) prune(*f->message, e, depth + 1);
-      } else if (!f->repeated) {
-        prune(*f->message, val, depth + 1);
-      }
-    }
+    walk_value(*f, it.value(), path, out, depth);
+    path.resize(mark);
     ++it;
   }
 }
 
 }  // namespace
 
-void drop_unknown_fields(const Message& m, json& obj) { prune(m, obj, 0); }
-
 std::vector<std::string> unknown_fields(const Message& m, const json& obj) {
   std::vector<std::string> out;
-  walk(m, obj, "", out, 0);
+  std::string path;
+  walk(m, obj, path, out, 0);
   return out;
 }
 
-std::vector<std::string> duplicate_fields(std::string_view json_text) {
+std::vector<std::string> drop_unknown_fields(const Message& m, json& obj) {
+  std::vector<std::string> out;
+  std::string path;
+  walk(m, obj, path, out, 0);
+  return out;
+}
+
+json parse_json(std::string_view text, std::vector<std::string>* duplicates) {
+  if (duplicates == nullptr) return json::parse(text, nullptr, /*allow_exceptions=*/false);
   // The parser callback sees keys and container boundaries in order; a stack
   // of (path, keys seen, next array index) follows the nesting.
   struct Level {
@@ -113,7 +109,7 @@ std::vector<std::string> duplicate_fields(std::string_view json_text) {
   };
   std::vector<Level> stack;
   std::string pending_key;
-  std::vector<std::string> out;
+  std::vector<std::string>& out = *duplicates;
   auto child_path = [&]() -> std::string {
     if (stack.empty()) return "";
     Level& top = stack.back();
@@ -146,7 +142,12 @@ std::vector<std::string> duplicate_fields(std::string_view json_text) {
     }
     return true;
   };
-  [[maybe_unused]] json parsed = json::parse(json_text, cb, /*allow_exceptions=*/false);
+  return json::parse(text, cb, /*allow_exceptions=*/false);
+}
+
+std::vector<std::string> duplicate_fields(std::string_view json_text) {
+  std::vector<std::string> out;
+  [[maybe_unused]] json parsed = parse_json(json_text, &out);
   return out;
 }
 

@@ -18,11 +18,15 @@ namespace vkube::schema {
 std::vector<std::string> unknown_fields(const Message& m, const nlohmann::json& obj);
 
 // Removes the fields unknown_fields() reports, as decoding into Go types
-// does: kube-apiserver never stores a field its types do not have.
-void drop_unknown_fields(const Message& m, nlohmann::json& obj);
+// does (kube-apiserver never stores a field its types do not have), and
+// returns their paths.
+std::vector<std::string> drop_unknown_fields(const Message& m, nlohmann::json& obj);
 
-// Keys that occur twice in the same object of a JSON document
-// (`metadata.name`). Empty for invalid JSON (the parser reports that).
+// Parses JSON (discarded when invalid); with `duplicates`, in the same pass
+// it notes the keys that occur twice in one object (`metadata.name`).
+nlohmann::json parse_json(std::string_view text, std::vector<std::string>* duplicates);
+
+// Just the duplicate keys of a JSON document; empty for invalid JSON.
 std::vector<std::string> duplicate_fields(std::string_view json_text);
 
 }  // namespace vkube::schema
