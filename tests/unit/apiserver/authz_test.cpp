@@ -5,32 +5,22 @@
 
 #include <nlohmann/json.hpp>
 
-#include "support/temp_dir.h"
-#include "vkube/apiserver/apiserver.h"
-#include "vkube/storage/rocksdb_backend.h"
+#include "support/api_server.h"
 
 namespace vkube::apiserver {
 namespace {
 
 using json = nlohmann::json;
 
-struct Fixture {
-  testing::TempDir dir;
-  std::unique_ptr<storage::Backend> store;
-  std::unique_ptr<ApiServer> api;
+Options with_tokens() {
+  Options o;
+  o.tokens["alice-token"] = UserInfo{"alice", {}, "1001"};
+  o.tokens["bob-token"] = UserInfo{"bob", {"dev"}, ""};
+  return o;
+}
 
-  Fixture() {
-    storage::RocksDbOptions so;
-    so.path = dir.sub("store");
-    so.sync = false;
-    auto s = storage::open_rocksdb(so);
-    REQUIRE(s.is_ok());
-    store = std::move(s).value();
-    Options o;
-    o.backend = store.get();
-    o.tokens["alice-token"] = UserInfo{"alice", {}, "1001"};
-    o.tokens["bob-token"] = UserInfo{"bob", {"dev"}, ""};
-    api = ApiServer::create(o);
+struct Fixture : testing::ApiServerOverStore {
+  Fixture() : ApiServerOverStore(with_tokens()) {
     REQUIRE(api->ensure_bootstrap_policy().is_ok());
     for (const char* ns : {"team", "other"}) {
       REQUIRE(admin("POST", "/api/v1/namespaces",
@@ -38,17 +28,11 @@ struct Fixture {
                   .status == 201);
     }
   }
-  ~Fixture() { api->shutdown(); }
 
   // `who`: a token, "" for no credentials, or "admin" for the admin certificate.
   http::Response call(const std::string& who, const std::string& method, const std::string& target,
                       const json& body = nullptr, std::vector<http::Header> headers = {}) {
-    http::Request req;
-    req.method = method;
-    req.target = target;
-    auto q = target.find('?');
-    req.path = target.substr(0, q);
-    if (q != std::string::npos) req.query = target.substr(q + 1);
+    http::Request req = testing::request(method, target);
     req.headers = std::move(headers);
     if (who == "admin")
       req.peer = http::PeerCertificate{"kubernetes-admin", {"system:masters"}};
@@ -382,11 +366,8 @@ TEST_CASE("an apply that creates needs the create verb as well as patch", "[apis
   REQUIRE(f.admin("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/team/rolebindings", binding).status ==
           201);
   auto apply = [&] {
-    http::Request req;
-    req.method = "PATCH";
-    req.target = "/api/v1/namespaces/team/configmaps/applied?fieldManager=alice";
-    req.path = "/api/v1/namespaces/team/configmaps/applied";
-    req.query = "fieldManager=alice";
+    http::Request req =
+        testing::request("PATCH", "/api/v1/namespaces/team/configmaps/applied?fieldManager=alice");
     req.headers = {{"Authorization", "Bearer alice-token"},
                    {"Content-Type", "application/apply-patch+yaml"}};
     req.body = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: applied}\ndata: {a: b}\n";

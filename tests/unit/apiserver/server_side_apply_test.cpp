@@ -5,9 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "support/temp_dir.h"
-#include "vkube/apiserver/apiserver.h"
-#include "vkube/storage/rocksdb_backend.h"
+#include "support/api_server.h"
 
 namespace vkube::apiserver {
 namespace {
@@ -17,33 +15,14 @@ using json = nlohmann::json;
 const char* kApply = "application/apply-patch+yaml";
 const char* kKubectl = "kubectl/v1.32.3 (linux/amd64) kubernetes/0000000";
 
-struct Server {
-  testing::TempDir dir;
-  std::unique_ptr<storage::Backend> store;
-  std::unique_ptr<ApiServer> api;
-
+struct Server : testing::ApiServerOverStore {
   Server() {
-    storage::RocksDbOptions so;
-    so.path = dir.sub("store");
-    so.sync = false;
-    auto s = storage::open_rocksdb(so);
-    REQUIRE(s.is_ok());
-    store = std::move(s).value();
-    Options o;
-    o.backend = store.get();
-    api = ApiServer::create(o);
     REQUIRE(call("POST", "/api/v1/namespaces", R"({"metadata":{"name":"w"}})").status == 201);
   }
-  ~Server() { api->shutdown(); }
 
   http::Response call(const std::string& method, const std::string& target, std::string body = "",
                       std::string content_type = "application/json", std::string agent = kKubectl) {
-    http::Request req;
-    req.method = method;
-    req.target = target;
-    auto q = target.find('?');
-    req.path = target.substr(0, q);
-    if (q != std::string::npos) req.query = target.substr(q + 1);
+    http::Request req = testing::request(method, target);
     req.peer = http::PeerCertificate{"admin", {"system:masters"}};
     if (!agent.empty()) req.headers.push_back({"User-Agent", agent});
     if (!body.empty()) {

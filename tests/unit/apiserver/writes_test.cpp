@@ -5,43 +5,22 @@
 
 #include <nlohmann/json.hpp>
 
-#include "support/temp_dir.h"
-#include "vkube/apiserver/apiserver.h"
+#include "support/api_server.h"
 #include "vkube/schema/protobuf.h"
-#include "vkube/storage/rocksdb_backend.h"
 
 namespace vkube::apiserver {
 namespace {
 
 using json = nlohmann::json;
 
-struct Server {
-  testing::TempDir dir;
-  std::unique_ptr<storage::Backend> store;
-  std::unique_ptr<ApiServer> api;
-
+struct Server : testing::ApiServerOverStore {
   Server() {
-    storage::RocksDbOptions so;
-    so.path = dir.sub("store");
-    so.sync = false;
-    auto s = storage::open_rocksdb(so);
-    REQUIRE(s.is_ok());
-    store = std::move(s).value();
-    Options o;
-    o.backend = store.get();
-    api = ApiServer::create(o);
     REQUIRE(call("POST", "/api/v1/namespaces", R"({"metadata":{"name":"w"}})").status == 201);
   }
-  ~Server() { api->shutdown(); }
 
   http::Response call(const std::string& method, const std::string& target, std::string body = "",
                       std::string content_type = "application/json") {
-    http::Request req;
-    req.method = method;
-    req.target = target;
-    auto q = target.find('?');
-    req.path = target.substr(0, q);
-    if (q != std::string::npos) req.query = target.substr(q + 1);
+    http::Request req = testing::request(method, target);
     req.peer = http::PeerCertificate{"admin", {"system:masters"}};
     if (!body.empty()) {
       req.body = std::move(body);
@@ -158,9 +137,7 @@ TEST_CASE("protobuf bodies create objects and protobuf is answered when preferre
   CHECK(created["data"]["release"] == "SDRzSUFBQUFBQUFD");
   CHECK(created["metadata"]["labels"]["owner"] == "helm");
 
-  http::Request get;
-  get.method = "GET";
-  get.target = get.path = "/api/v1/namespaces/w/secrets/sh.helm.release.v1.demo.v1";
+  http::Request get = testing::request("GET", "/api/v1/namespaces/w/secrets/sh.helm.release.v1.demo.v1");
   get.peer = http::PeerCertificate{"admin", {"system:masters"}};
   get.headers.push_back({"Accept", "application/vnd.kubernetes.protobuf, */*"});
   auto pr = s.api->handle(get);

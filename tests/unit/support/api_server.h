@@ -1,0 +1,46 @@
+// The API server's whole handler chain over a fresh RocksDB store in a
+// temporary directory, for tests that send it requests in-process.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <memory>
+#include <string>
+
+#include "support/temp_dir.h"
+#include "vkube/apiserver/apiserver.h"
+#include "vkube/storage/rocksdb_backend.h"
+
+namespace vkube::testing {
+
+struct ApiServerOverStore {
+  TempDir dir;
+  std::unique_ptr<storage::Backend> store;
+  std::unique_ptr<apiserver::ApiServer> api;
+
+  // `options.backend` is set to the store.
+  explicit ApiServerOverStore(apiserver::Options options = {}) {
+    storage::RocksDbOptions so;
+    so.path = dir.sub("store");
+    so.sync = false;
+    auto s = storage::open_rocksdb(so);
+    REQUIRE(s.is_ok());
+    store = std::move(s).value();
+    options.backend = store.get();
+    api = apiserver::ApiServer::create(options);
+  }
+  ~ApiServerOverStore() { api->shutdown(); }
+};
+
+// A request for `target` ("/path?query"), with path and query split out.
+inline http::Request request(const std::string& method, const std::string& target) {
+  http::Request req;
+  req.method = method;
+  req.target = target;
+  auto q = target.find('?');
+  req.path = target.substr(0, q);
+  if (q != std::string::npos) req.query = target.substr(q + 1);
+  return req;
+}
+
+}  // namespace vkube::testing
