@@ -13,6 +13,7 @@ struct DeleteOptions {
   std::optional<int64_t> grace_period;
   std::string propagation;  // Background, Foreground, Orphan or ""
   std::string precondition_uid, precondition_rv;
+  bool orphan_dependents_false = false;  // orphanDependents: false, explicitly
 };
 
 Result<DeleteOptions> parse_delete_options(Context& c) {
@@ -36,6 +37,12 @@ Result<DeleteOptions> parse_delete_options(Context& c) {
   o.propagation = body.value("propagationPolicy", "");
   if (auto p = c.param("propagationPolicy")) o.propagation = *p;
   if (body.value("orphanDependents", false)) o.propagation = "Orphan";
+  if (auto od = body.find("orphanDependents"); od != body.end() && od->is_boolean() && !od->get<bool>())
+    o.orphan_dependents_false = true;
+  if (auto p = c.param("orphanDependents")) {
+    if (*p == "true") o.propagation = "Orphan";
+    if (*p == "false") o.orphan_dependents_false = true;
+  }
   if (!o.propagation.empty() && o.propagation != "Background" && o.propagation != "Foreground" &&
       o.propagation != "Orphan")
     return Status::invalid("propagationPolicy: Unsupported value: \"" + o.propagation +
@@ -159,7 +166,9 @@ http::Response handle_delete(Context& c) {
       return error_response(conflict(c.resource(), c.info.name, d.status().message()));
     return error_response(storage_error(c, d.status(), c.info.name));
   }
-  int code = d->gone ? 200 : 202;
+  // Kube answers 202 for a deletion left pending only when the client set
+  // orphanDependents: false (kept for old clients); otherwise 200.
+  int code = !d->gone && opts->orphan_dependents_false ? 202 : 200;
   if (c.kind.return_deleted_object || !d->gone) return object_response(c, code, std::move(d->object));
   json details = {{"name", c.info.name}, {"kind", c.resource().plural},
                   {"uid", str_at(d->object["metadata"], "uid")}};

@@ -12,7 +12,7 @@
 
 #include "vkube/apiserver/apiserver.h"
 #include "vkube/common/log.h"
-#include "vkube/controllers/namespace_controller.h"
+#include "vkube/controllers/manager.h"
 #include "vkube/pki/pki.h"
 #include "vkube/schema/schema.h"
 #include "vkube/storage/rocksdb_backend.h"
@@ -83,10 +83,10 @@ class TenantImpl final : public Tenant {
       cv_.notify_all();
     }
     if (compactor_.joinable()) compactor_.join();
-    if (namespaces_) namespaces_->stop();
+    if (controllers_) controllers_->stop();
     if (api_) api_->shutdown();
     if (server_) server_->shutdown(grace);
-    namespaces_.reset();
+    controllers_.reset();
     server_.reset();
     api_.reset();
     cache_.reset();
@@ -154,7 +154,12 @@ class TenantImpl final : public Tenant {
     VKUBE_LOG(debug, "start: serving", {"ms", since_start_ms()});
     VKUBE_RETURN_IF_ERROR(bootstrap());
     VKUBE_LOG(debug, "start: bootstrap objects present", {"ms", since_start_ms()});
-    namespaces_ = controllers::NamespaceController::start(*api_, *cache_);
+    controllers::ManagerOptions mo;
+    mo.root_ca_pem = bundle->ca.cert_pem;
+    auto manager = controllers::ControllerManager::start(*api_, *cache_, mo);
+    if (!manager.is_ok()) return manager.status();
+    controllers_ = std::move(manager).value();
+    VKUBE_LOG(debug, "start: controllers running", {"ms", since_start_ms()});
     compactor_ = std::thread([this] { compact_loop(); });
     api_->set_ready(true);
     // Give start-up's garbage (store recovery, bootstrap) back to the system.
@@ -212,7 +217,7 @@ class TenantImpl final : public Tenant {
   std::unique_ptr<storage::Backend> cache_;  // the watch cache over it
   std::unique_ptr<apiserver::ApiServer> api_;
   std::unique_ptr<http::Server> server_;
-  std::unique_ptr<controllers::NamespaceController> namespaces_;
+  std::unique_ptr<controllers::ControllerManager> controllers_;
   std::thread compactor_;
   std::mutex mu_;
   std::condition_variable cv_;

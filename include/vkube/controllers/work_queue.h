@@ -1,0 +1,59 @@
+// A controller's queue of object keys (client-go's workqueue): a key queued
+// several times before a worker takes it is handled once, a key is never
+// handled by two workers at once, and keys can be delayed or retried with
+// backoff. Thread-safe.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace vkube::controllers {
+
+class WorkQueue {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // Queues `key` unless it is already waiting.
+  void add(const std::string& key);
+  // Queues `key` after `delay` (an earlier pending delay for it wins).
+  void add_after(const std::string& key, std::chrono::milliseconds delay);
+  // Queues `key` after a per-key backoff: 5 ms doubling per failure, at most
+  // 60 s. forget() resets it.
+  void add_rate_limited(const std::string& key);
+  void forget(const std::string& key);
+  // How many times `key` was retried since the last forget().
+  int retries(const std::string& key);
+
+  // Blocks until a key is due; false once shut down. The caller owns the key
+  // until it calls done(key).
+  bool get(std::string* key);
+  void done(const std::string& key);
+
+  // Wakes every get() with false; later adds are ignored.
+  void shutdown();
+  size_t length();
+  // Nothing queued and nothing being handled (delayed keys do not count).
+  bool idle();
+
+ private:
+  void push_locked(const std::string& key);
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::string> queue_;
+  std::unordered_set<std::string> dirty_;
+  std::unordered_set<std::string> processing_;
+  std::multimap<Clock::time_point, std::string> delayed_;
+  std::unordered_map<std::string, Clock::time_point> delayed_at_;
+  std::unordered_map<std::string, int> failures_;
+  bool shutting_down_ = false;
+};
+
+}  // namespace vkube::controllers

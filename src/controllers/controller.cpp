@@ -1,0 +1,116 @@
+#include "controller.h"
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+
+#include "vkube/common/log.h"
+#include "write_pool.h"
+
+namespace vkube::controllers {
+
+// ---- WritePool
+
+WritePool::WritePool(size_t threads) : size_(threads) {}
+
+WritePool::~WritePool() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    cv_.notify_all();
+  }
+  for (auto& t : threads_) t.join();
+}
+
+void WritePool::submit(std::function<void()> task) {
+  std::lock_guard lock(mu_);
+  // Threads start on first use: a tenant that never bulk-writes never has them.
+  if (threads_.empty())
+    for (size_t i = 0; i < size_; ++i) threads_.emplace_back([this] { run(); });
+  tasks_.push_back(std::move(task));
+  cv_.notify_one();
+}
+
+void WritePool::run() {
+  std::unique_lock lock(mu_);
+  while (true) {
+    cv_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
+    if (tasks_.empty()) return;  // stopping
+    auto task = std::move(tasks_.front());
+    tasks_.pop_front();
+    lock.unlock();
+    task();
+    lock.lock();
+  }
+}
+
+void Context::parallel(size_t n, const std::function<void(size_t)>& fn) {
+  if (n == 0) return;
+  if (n == 1) return fn(0);
+  // The caller works too, so nested or concurrent use never waits on a busy pool.
+  struct Shared {
+    std::atomic<size_t> next{0};
+    std::mutex mu;
+    std::condition_variable cv;
+    size_t running = 0;
+  };
+  auto shared = std::make_shared<Shared>();
+  auto runner = [shared, n, &fn] {
+    for (size_t i; (i = shared->next.fetch_add(1)) < n;) fn(i);
+  };
+  size_t helpers = std::min(n - 1, pool.size());
+  shared->running = helpers;
+  for (size_t h = 0; h < helpers; ++h) {
+    pool.submit([shared, runner] {
+      runner();
+      std::lock_guard lock(shared->mu);
+      if (--shared->running == 0) shared->cv.notify_all();
+    });
+  }
+  runner();
+  std::unique_lock lock(shared->mu);
+  shared->cv.wait(lock, [&] { return shared->running == 0; });
+}
+
+// ---- Controller
+
+Controller::~Controller() { stop(); }
+
+void Controller::start(int workers) {
+  workers = std::max(workers, min_workers_);
+  for (int i = 0; i < workers; ++i) workers_.emplace_back([this] { work(); });
+}
+
+void Controller::stop() {
+  queue_.shutdown();
+  for (auto& t : workers_)
+    if (t.joinable()) t.join();
+  workers_.clear();
+}
+
+bool Controller::idle() { return queue_.idle(); }
+
+void Controller::work() {
+  std::string key;
+  while (true) {
+    if (!queue_.get(&key)) return;
+    Status s;
+    try {
+      s = reconcile(key);
+    } catch (const std::exception& e) {
+      s = Status::internal(std::string("reconcile threw: ") + e.what());
+    }
+    if (s.is_ok()) {
+      queue_.forget(key);
+    } else {
+      int n = queue_.retries(key);
+      if (n < 3 || n % 10 == 0)
+        VKUBE_LOG(info, "reconcile failed, will retry", {"controller", name_}, {"key", key},
+                  {"error", s.message()}, {"retries", n});
+      queue_.add_rate_limited(key);
+    }
+    queue_.done(key);
+  }
+}
+
+}  // namespace vkube::controllers

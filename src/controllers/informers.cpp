@@ -1,0 +1,366 @@
+#include "vkube/controllers/informers.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <set>
+#include <shared_mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "vkube/common/log.h"
+
+namespace vkube::controllers {
+
+namespace {
+
+constexpr std::string_view kRoot = "/registry/";
+
+// "/registry/<group>/<plural>/<rest>" -> {group, plural}, rest.
+bool parse_key(std::string_view key, ResourceKey* r, std::string_view* rest) {
+  if (key.substr(0, kRoot.size()) != kRoot) return false;
+  key.remove_prefix(kRoot.size());
+  auto a = key.find('/');
+  if (a == std::string_view::npos) return false;
+  auto b = key.find('/', a + 1);
+  if (b == std::string_view::npos) return false;
+  r->group = std::string(key.substr(0, a));
+  r->plural = std::string(key.substr(a + 1, b - a - 1));
+  *rest = key.substr(b + 1);
+  return !rest->empty();
+}
+
+std::string resource_id(const ResourceKey& r) { return r.group + "/" + r.plural; }
+
+ObjectPtr decode(const storage::KeyValue& kv) {
+  json obj = json::parse(kv.value, nullptr, false);
+  if (obj.is_discarded() || !obj.is_object()) return nullptr;
+  obj["metadata"]["resourceVersion"] = std::to_string(kv.mod_revision);
+  return std::make_shared<const json>(std::move(obj));
+}
+
+// The uid of the controller ownerReference, or "".
+std::string controller_uid(const json& obj) {
+  auto m = obj.find("metadata");
+  if (m == obj.end() || !m->is_object()) return {};
+  auto refs = m->find("ownerReferences");
+  if (refs == m->end() || !refs->is_array()) return {};
+  for (const json& r : *refs)
+    if (r.is_object() && r.value("controller", false)) return r.value("uid", "");
+  return {};
+}
+
+class Cache final : public Lister {
+ public:
+  ObjectPtr get(std::string_view key) const override {
+    std::shared_lock lock(mu_);
+    auto it = objects_.find(key);
+    return it == objects_.end() ? nullptr : it->second;
+  }
+
+  std::vector<ObjectPtr> list(std::string_view ns) const override {
+    std::shared_lock lock(mu_);
+    std::vector<ObjectPtr> out;
+    if (ns.empty()) {
+      out.reserve(objects_.size());
+      for (const auto& [k, v] : objects_) out.push_back(v);
+      return out;
+    }
+    std::string prefix = std::string(ns) + "/";
+    for (auto it = objects_.lower_bound(prefix);
+         it != objects_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it)
+      out.push_back(it->second);
+    return out;
+  }
+
+  std::vector<ObjectPtr> controlled_by(std::string_view owner_uid) const override {
+    std::shared_lock lock(mu_);
+    std::vector<ObjectPtr> out;
+    auto it = by_owner_.find(std::string(owner_uid));
+    if (it == by_owner_.end()) return out;
+    out.reserve(it->second.size());
+    for (const std::string& k : it->second) {
+      auto o = objects_.find(k);
+      if (o != objects_.end()) out.push_back(o->second);
+    }
+    return out;
+  }
+
+  size_t size() const override {
+    std::shared_lock lock(mu_);
+    return objects_.size();
+  }
+
+  // Returns the previous state.
+  ObjectPtr put(const std::string& key, ObjectPtr obj) {
+    std::unique_lock lock(mu_);
+    ObjectPtr old;
+    auto it = objects_.find(key);
+    if (it != objects_.end()) {
+      old = it->second;
+      unindex(key, *old);
+      it->second = obj;
+    } else {
+      objects_.emplace(key, obj);
+    }
+    std::string uid = controller_uid(*obj);
+    if (!uid.empty()) by_owner_[uid].insert(key);
+    return old;
+  }
+
+  ObjectPtr remove(const std::string& key) {
+    std::unique_lock lock(mu_);
+    auto it = objects_.find(key);
+    if (it == objects_.end()) return nullptr;
+    ObjectPtr old = it->second;
+    unindex(key, *old);
+    objects_.erase(it);
+    return old;
+  }
+
+  std::vector<std::string> keys() const {
+    std::shared_lock lock(mu_);
+    std::vector<std::string> out;
+    for (const auto& [k, v] : objects_) out.push_back(k);
+    return out;
+  }
+
+ private:
+  void unindex(const std::string& key, const json& obj) {
+    std::string uid = controller_uid(obj);
+    if (uid.empty()) return;
+    auto it = by_owner_.find(uid);
+    if (it == by_owner_.end()) return;
+    it->second.erase(key);
+    if (it->second.empty()) by_owner_.erase(it);
+  }
+
+  mutable std::shared_mutex mu_;
+  std::map<std::string, ObjectPtr, std::less<>> objects_;
+  std::unordered_map<std::string, std::set<std::string>> by_owner_;
+};
+
+}  // namespace
+
+ObjectPtr Lister::get(std::string_view ns, std::string_view name) const {
+  if (ns.empty()) return get(name);
+  std::string key;
+  key.reserve(ns.size() + name.size() + 1);
+  key.append(ns).append("/").append(name);
+  return get(key);
+}
+
+struct Informers::State {
+  storage::Backend& store;
+  std::unordered_map<std::string, std::unique_ptr<Cache>> caches;
+  std::unordered_map<std::string, std::vector<Handler>> handlers;
+  std::vector<Handler> any_handlers;
+  // What uncached resources hold, for deletes seen by any-handlers: the
+  // last state of every object (kept only when any-handlers exist).
+  std::unordered_map<std::string, ObjectPtr> others;
+
+  std::unique_ptr<storage::Watch> watch;
+  std::thread thread;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stopping = false;
+  bool woken = false;
+  std::atomic<storage::Revision> dispatched{0};
+  std::mutex progress_mu;
+  std::condition_variable progress_cv;
+
+  explicit State(storage::Backend& s) : store(s) {}
+
+  Cache* cache_of(const ResourceKey& r) {
+    auto it = caches.find(resource_id(r));
+    return it == caches.end() ? nullptr : it->second.get();
+  }
+
+  void dispatch(const ObjectEvent& e) {
+    std::string id = resource_id(e.resource);
+    if (auto it = handlers.find(id); it != handlers.end())
+      for (const Handler& h : it->second) h(e);
+    for (const Handler& h : any_handlers) h(e);
+  }
+
+  // Applies one stored state (obj null: deleted) and tells the handlers.
+  void apply(const std::string& storage_key, ObjectPtr obj) {
+    ResourceKey r;
+    std::string_view rest;
+    if (!parse_key(storage_key, &r, &rest)) return;
+    Cache* cache = cache_of(r);
+    if (cache == nullptr && any_handlers.empty()) return;
+    ObjectEvent e;
+    e.resource = r;
+    e.key = std::string(rest);
+    ObjectPtr old;
+    if (cache != nullptr) {
+      old = obj ? cache->put(e.key, obj) : cache->remove(e.key);
+    } else if (obj) {
+      auto [it, inserted] = others.try_emplace(storage_key, obj);
+      if (!inserted) {
+        old = it->second;
+        it->second = obj;
+      }
+    } else if (auto it = others.find(storage_key); it != others.end()) {
+      old = it->second;
+      others.erase(it);
+    }
+    if (obj) {
+      e.type = old ? EventType::kModified : EventType::kAdded;
+      e.object = std::move(obj);
+      e.old = std::move(old);
+    } else {
+      if (!old) return;  // never seen
+      e.type = EventType::kDeleted;
+      e.object = old;
+      e.old = std::move(old);
+    }
+    dispatch(e);
+  }
+
+  void advance(storage::Revision rev) {
+    if (rev <= dispatched.load()) return;
+    {
+      std::lock_guard lock(progress_mu);
+      dispatched.store(rev);
+    }
+    progress_cv.notify_all();
+  }
+
+  // Lists everything and dispatches the difference from what is known.
+  Status relist() {
+    storage::ListOptions lo;
+    lo.prefix = std::string(kRoot);
+    auto listed = store.list(lo);
+    if (!listed.is_ok()) return listed.status();
+    std::set<std::string> present;
+    for (const storage::KeyValue& kv : listed->items) {
+      present.insert(kv.key);
+      ObjectPtr obj = decode(kv);
+      if (!obj) continue;
+      // Unchanged objects are not re-announced.
+      ResourceKey r;
+      std::string_view rest;
+      if (!parse_key(kv.key, &r, &rest)) continue;
+      if (Cache* c = cache_of(r)) {
+        ObjectPtr cur = c->get(rest);
+        if (cur && (*cur)["metadata"].value("resourceVersion", "") ==
+                       (*obj)["metadata"].value("resourceVersion", ""))
+          continue;
+      }
+      apply(kv.key, std::move(obj));
+    }
+    // Deletions missed while the watch was gone.
+    for (auto& [id, cache] : caches) {
+      for (const std::string& k : cache->keys()) {
+        std::string full = std::string(kRoot) + id + "/" + k;
+        if (!present.count(full)) apply(full, nullptr);
+      }
+    }
+    std::vector<std::string> gone;
+    for (const auto& [k, v] : others)
+      if (!present.count(k)) gone.push_back(k);
+    for (const std::string& k : gone) apply(k, nullptr);
+    advance(listed->revision);
+    auto w = store.watch(kRoot, listed->revision);
+    if (!w.is_ok()) return w.status();
+    watch = std::move(w).value();
+    watch->set_notifier([this] {
+      std::lock_guard lock(mu);
+      woken = true;
+      cv.notify_all();
+    });
+    return Status::ok();
+  }
+
+  void run() {
+    std::vector<storage::EventPtr> events;
+    while (true) {
+      {
+        std::unique_lock lock(mu);
+        cv.wait(lock, [&] { return stopping || woken; });
+        if (stopping) return;
+        woken = false;
+      }
+      while (true) {
+        events.clear();
+        Status s = watch->poll(&events, std::chrono::milliseconds(0));
+        for (const storage::EventPtr& ev : events) {
+          if (ev->type == storage::EventType::kPut)
+            apply(ev->kv.key, decode(ev->kv));
+          else
+            apply(ev->kv.key, nullptr);
+          advance(ev->kv.mod_revision);
+        }
+        if (!s.is_ok()) {
+          if (stopping_now()) return;
+          VKUBE_LOG(info, "controller informers re-listing", {"reason", s.message()});
+          Status r = relist();
+          while (!r.is_ok() && !stopping_now()) {
+            VKUBE_LOG(warn, "controller informers cannot re-list", {"error", r.message()});
+            std::unique_lock lock(mu);
+            cv.wait_for(lock, std::chrono::seconds(1), [&] { return stopping; });
+            lock.unlock();
+            r = relist();
+          }
+          break;
+        }
+        if (events.empty()) break;
+      }
+    }
+  }
+
+  bool stopping_now() {
+    std::lock_guard lock(mu);
+    return stopping;
+  }
+};
+
+Informers::Informers(storage::Backend& store) : state_(std::make_unique<State>(store)) {}
+
+Informers::~Informers() { stop(); }
+
+const Lister& Informers::cache(const ResourceKey& resource) {
+  auto& c = state_->caches[resource_id(resource)];
+  if (!c) c = std::make_unique<Cache>();
+  return *c;
+}
+
+void Informers::on_event(const ResourceKey& resource, Handler handler) {
+  (void)cache(resource);
+  state_->handlers[resource_id(resource)].push_back(std::move(handler));
+}
+
+void Informers::on_any_event(Handler handler) { state_->any_handlers.push_back(std::move(handler)); }
+
+Status Informers::start() {
+  VKUBE_RETURN_IF_ERROR(state_->relist());
+  state_->thread = std::thread([this] { state_->run(); });
+  return Status::ok();
+}
+
+void Informers::stop() {
+  {
+    std::lock_guard lock(state_->mu);
+    state_->stopping = true;
+    state_->cv.notify_all();
+  }
+  if (state_->thread.joinable()) state_->thread.join();
+  if (state_->watch) state_->watch->cancel();
+}
+
+bool Informers::wait_for(storage::Revision revision, std::chrono::milliseconds timeout) {
+  std::unique_lock lock(state_->progress_mu);
+  return state_->progress_cv.wait_for(lock, timeout,
+                                      [&] { return state_->dispatched.load() >= revision; });
+}
+
+bool Informers::sync(std::chrono::milliseconds timeout) {
+  return wait_for(state_->store.current_revision(), timeout);
+}
+
+storage::Revision Informers::dispatched_revision() const { return state_->dispatched.load(); }
+
+}  // namespace vkube::controllers
