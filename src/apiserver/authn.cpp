@@ -80,7 +80,7 @@ std::optional<UserInfo> authenticate(const Options& options, const http::Request
       auto it = options.tokens.find(token);
       if (it != options.tokens.end()) {
         user = it->second;
-      } else if (auto sa = authenticate_service_account_token(options.service_account_key, token)) {
+      } else if (auto sa = authenticate_service_account_token(options, token)) {
         user = std::move(*sa);
       } else {
         return std::nullopt;

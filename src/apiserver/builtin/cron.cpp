@@ -1,11 +1,12 @@
-// A parse-only port of robfig/cron v3's standard parser behaviour: the same
-// inputs are accepted and the same error messages produced, because kubectl
-// users read them in 422 responses.
+// A port of robfig/cron v3's standard parser: the same inputs are accepted
+// and the same error messages produced (kubectl users read them in 422
+// responses), and the same bit sets built for cron_next.
 #include "cron.h"
 
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <vector>
 
@@ -84,15 +85,26 @@ int64_t parse_int_or_name(const std::string& expr, const Bounds& b, std::string&
   return parse_int(expr, err);
 }
 
-std::string range_error(const std::string& expr, const Bounds& b) {
+// robfig's getBits: the values min..max stepping by `step`.
+uint64_t bits_of(int64_t min, int64_t max, int64_t step) {
+  uint64_t bits = 0;
+  for (int64_t i = min; i <= max; i += step) bits |= uint64_t{1} << i;
+  return bits;
+}
+
+// robfig's getRange: one comma-separated part of a field. Returns the error
+// message ("" on success) and ORs the matching values into `bits`.
+std::string get_range(const std::string& expr, const Bounds& b, uint64_t& bits) {
   std::vector<std::string> range_and_step = split(expr, '/', false);
   std::vector<std::string> low_high = split(range_and_step[0], '-', false);
   std::string err;
   int64_t start = 0;
   int64_t end = 0;
+  uint64_t extra = 0;
   if (low_high[0] == "*" || low_high[0] == "?") {
     start = b.min;
     end = b.max;
+    extra = CronSchedule::kStarBit;
   } else {
     start = parse_int_or_name(low_high[0], b, err);
     if (!err.empty()) return err;
@@ -109,7 +121,8 @@ std::string range_error(const std::string& expr, const Bounds& b) {
   if (range_and_step.size() == 2) {
     step = parse_int(range_and_step[1], err);
     if (!err.empty()) return err;
-    if (low_high.size() == 1) end = b.max;
+    if (low_high.size() == 1) end = b.max;  // "N/step" means "N-max/step"
+    if (step > 1) extra = 0;
   } else if (range_and_step.size() > 2) {
     return "too many slashes: " + expr;
   }
@@ -125,34 +138,121 @@ std::string range_error(const std::string& expr, const Bounds& b) {
            "): " + expr;
   }
   if (step == 0) return "step of range should be a positive number: " + expr;
+  bits |= bits_of(start, end, step) | extra;
   return "";
 }
 
-// time.ParseDuration's acceptance and messages, for "@every <duration>".
-std::optional<std::string> duration_error(const std::string& d) {
+// time.ParseDuration's acceptance and messages, for "@every <duration>";
+// the value, in seconds, goes to *seconds.
+std::optional<std::string> parse_duration(const std::string& d, long double* seconds) {
   std::string quoted = "\"" + d + "\"";
   size_t i = 0;
-  if (i < d.size() && (d[i] == '+' || d[i] == '-')) ++i;
+  bool negative = false;
+  if (i < d.size() && (d[i] == '+' || d[i] == '-')) negative = d[i++] == '-';
+  *seconds = 0;
   if (d.substr(i) == "0") return std::nullopt;
   if (i == d.size()) return "time: invalid duration " + quoted;
-  static const char* kUnits[] = {"ns", "us", "\xC2\xB5s", "\xCE\xBCs", "ms", "s", "m", "h"};
+  static const std::pair<const char*, long double> kUnits[] = {
+      {"ns", 1e-9L}, {"us", 1e-6L}, {"\xC2\xB5s", 1e-6L}, {"\xCE\xBCs", 1e-6L},
+      {"ms", 1e-3L}, {"s", 1.0L},   {"m", 60.0L},         {"h", 3600.0L}};
+  long double total = 0;
   while (i < d.size()) {
     size_t start = i;
     while (i < d.size() && std::isdigit(static_cast<unsigned char>(d[i]))) ++i;
     bool pre = i > start;
     bool post = false;
+    size_t number_end = i;
     if (i < d.size() && d[i] == '.') {
       size_t frac = ++i;
       while (i < d.size() && std::isdigit(static_cast<unsigned char>(d[i]))) ++i;
       post = i > frac;
     }
     if (!pre && !post) return "time: invalid duration " + quoted;
+    std::string number = d.substr(start, i - start);
+    if (number_end == start) number = "0" + number;
     size_t unit_start = i;
     while (i < d.size() && d[i] != '.' && !std::isdigit(static_cast<unsigned char>(d[i]))) ++i;
     if (unit_start == i) return "time: missing unit in duration " + quoted;
     std::string unit = d.substr(unit_start, i - unit_start);
-    if (std::find(std::begin(kUnits), std::end(kUnits), unit) == std::end(kUnits)) {
-      return "time: unknown unit \"" + unit + "\" in duration " + quoted;
+    auto u = std::find_if(std::begin(kUnits), std::end(kUnits),
+                          [&](const auto& k) { return unit == k.first; });
+    if (u == std::end(kUnits)) return "time: unknown unit \"" + unit + "\" in duration " + quoted;
+    total += std::strtold(number.c_str(), nullptr) * u->second;
+  }
+  *seconds = negative ? -total : total;
+  return std::nullopt;
+}
+
+const Bounds kFieldBounds[] = {
+    {0, 59, nullptr}, {0, 23, nullptr}, {1, 31, nullptr}, {1, 12, &kMonths}, {0, 6, &kDays}};
+
+uint64_t all_of(const Bounds& b) {
+  return bits_of(b.min, b.max, 1) | CronSchedule::kStarBit;
+}
+
+// robfig's parseDescriptor.
+std::optional<std::string> parse_descriptor(const std::string& spec, CronSchedule& s) {
+  const Bounds& hour = kFieldBounds[1];
+  const Bounds& dom = kFieldBounds[2];
+  const Bounds& month = kFieldBounds[3];
+  const Bounds& dow = kFieldBounds[4];
+  s.minute = 1;
+  s.hour = 1;
+  s.dom = all_of(dom);
+  s.month = all_of(month);
+  s.dow = all_of(dow);
+  if (spec == "@yearly" || spec == "@annually") {
+    s.dom = uint64_t{1} << 1;
+    s.month = uint64_t{1} << 1;
+  } else if (spec == "@monthly") {
+    s.dom = uint64_t{1} << 1;
+  } else if (spec == "@weekly") {
+    s.dow = 1;
+  } else if (spec == "@daily" || spec == "@midnight") {
+  } else if (spec == "@hourly") {
+    s.hour = all_of(hour);
+  } else if (spec.rfind("@every ", 0) == 0) {
+    long double seconds = 0;
+    if (auto err = parse_duration(spec.substr(7), &seconds)) {
+      return "failed to parse duration " + spec + ": " + *err;
+    }
+    // robfig's Every: at least a second, whole seconds.
+    s.every_seconds = seconds < 1 ? 1 : static_cast<int64_t>(seconds);
+  } else {
+    return "unrecognized descriptor: " + spec;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> parse(std::string_view schedule, const TimeZone* zone, CronSchedule& s) {
+  std::string spec(schedule);
+  if (spec.empty()) return "empty spec string";
+  s.zone = zone != nullptr ? zone : &TimeZone::utc();
+  if (spec.rfind("TZ=", 0) == 0 || spec.rfind("CRON_TZ=", 0) == 0) {
+    size_t space = spec.find(' ');
+    std::string name =
+        spec.substr(spec.find('=') + 1,
+                    space == std::string::npos ? std::string::npos : space - spec.find('=') - 1);
+    if (space == std::string::npos) return "provided bad location " + name;
+    std::string err;
+    s.zone = TimeZone::find(name, &err);
+    if (s.zone == nullptr) return "provided bad location " + name + ": " + err;
+    size_t first = spec.find_first_not_of(" \t\r\n\v\f", space);
+    spec = first == std::string::npos ? "" : spec.substr(first);
+    spec.erase(spec.find_last_not_of(" \t\r\n\v\f") + 1);
+  }
+  if (!spec.empty() && spec[0] == '@') return parse_descriptor(spec, s);
+  std::vector<std::string> fields = fields_of(spec);
+  if (fields.size() != 5) {
+    std::string list;
+    for (const auto& f : fields) list += (list.empty() ? "" : " ") + f;
+    return "expected exactly 5 fields, found " + std::to_string(fields.size()) + ": [" + list + "]";
+  }
+  uint64_t* bits[] = {&s.minute, &s.hour, &s.dom, &s.month, &s.dow};
+  for (size_t i = 0; i < 5; ++i) {
+    for (const std::string& expr : split(fields[i], ',', true)) {
+      std::string err = get_range(expr, kFieldBounds[i], *bits[i]);
+      if (!err.empty()) return err;
     }
   }
   return std::nullopt;
@@ -161,47 +261,18 @@ std::optional<std::string> duration_error(const std::string& d) {
 }  // namespace
 
 std::optional<std::string> cron_schedule_error(std::string_view schedule) {
-  std::string spec(schedule);
-  if (spec.empty()) return "empty spec string";
-  if (spec.rfind("TZ=", 0) == 0 || spec.rfind("CRON_TZ=", 0) == 0) {
-    // The zone itself is the timeZone field's business (and kube rejects
-    // TZ in schedules); the parser only needs the rest.
-    size_t space = spec.find(' ');
-    if (space == std::string::npos)
-      return "provided bad location " + spec.substr(spec.find('=') + 1);
-    size_t first = spec.find_first_not_of(" \t\r\n\v\f", space);
-    spec = first == std::string::npos ? "" : spec.substr(first);
-    spec.erase(spec.find_last_not_of(" \t\r\n\v\f") + 1);
+  CronSchedule s;
+  return parse(schedule, nullptr, s);
+}
+
+std::optional<CronSchedule> parse_cron_schedule(std::string_view spec, const TimeZone* zone,
+                                                std::string* error) {
+  CronSchedule s;
+  if (auto err = parse(spec, zone, s)) {
+    if (error != nullptr) *error = *err;
+    return std::nullopt;
   }
-  if (!spec.empty() && spec[0] == '@') {
-    static const char* kDescriptors[] = {"@yearly", "@annually", "@monthly", "@weekly",
-                                         "@daily",  "@midnight", "@hourly"};
-    for (const char* d : kDescriptors) {
-      if (spec == d) return std::nullopt;
-    }
-    if (spec.rfind("@every ", 0) == 0) {
-      if (auto err = duration_error(spec.substr(7))) {
-        return "failed to parse duration " + spec + ": " + *err;
-      }
-      return std::nullopt;
-    }
-    return "unrecognized descriptor: " + spec;
-  }
-  std::vector<std::string> fields = fields_of(spec);
-  if (fields.size() != 5) {
-    std::string list;
-    for (const auto& f : fields) list += (list.empty() ? "" : " ") + f;
-    return "expected exactly 5 fields, found " + std::to_string(fields.size()) + ": [" + list + "]";
-  }
-  const Bounds bounds[] = {
-      {0, 59, nullptr}, {0, 23, nullptr}, {1, 31, nullptr}, {1, 12, &kMonths}, {0, 6, &kDays}};
-  for (size_t i = 0; i < 5; ++i) {
-    for (const std::string& expr : split(fields[i], ',', true)) {
-      std::string err = range_error(expr, bounds[i]);
-      if (!err.empty()) return err;
-    }
-  }
-  return std::nullopt;
+  return s;
 }
 
 }  // namespace vkube::apiserver::builtin
