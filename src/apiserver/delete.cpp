@@ -1,4 +1,6 @@
 // DELETE of one object, and of a collection.
+#include <thread>
+
 #include "codec.h"
 #include "list_common.h"
 #include "object.h"
@@ -126,7 +128,11 @@ Result<Deleted> delete_one(Context& c, const std::string& ns, const std::string&
       if (c.dry_run()) return Deleted{std::move(next), false};
       auto kv = c.server.backend().update(key, encode_for_storage(next), expected);
       if (!kv.is_ok()) {
-        if (kv.status().code() == Code::kConflict) continue;
+        if (kv.status().code() == Code::kConflict) {
+          if (attempt >= 1)  // the cached read may trail a commit in flight
+            std::this_thread::sleep_for(std::chrono::microseconds(250 << std::min(attempt, 6)));
+          continue;
+        }
         return kv.status();
       }
       nmeta["resourceVersion"] = std::to_string(kv->mod_revision);

@@ -1,4 +1,6 @@
 // PUT: replace an object, or its status or scale.
+#include <thread>
+
 #include "field_manager.h"
 #include "object.h"
 #include "scale.h"
@@ -57,7 +59,13 @@ http::Response guaranteed_update(Context& c, const Transform& transform, const F
     const auto expected = std::stoll(cur_rv);
     auto committed = commit_update(c, key, cur, next, expected);
     if (!committed.is_ok()) {
-      if (committed.status().code() == Code::kConflict && want_rv.empty()) continue;
+      if (committed.status().code() == Code::kConflict && want_rv.empty()) {
+        // The cached read can trail a write still being committed: give it
+        // a moment before reading again.
+        if (attempt >= 1)
+          std::this_thread::sleep_for(std::chrono::microseconds(250 << std::min(attempt, 6)));
+        continue;
+      }
       return error_response(storage_error(c, committed.status(), name));
     }
     json result = committed->has_value() ? std::move(**committed) : next;

@@ -11,6 +11,23 @@ namespace vkube::storage {
 
 namespace {
 
+class WatchCache;
+
+// A watch on the inner store whose events are never ahead of the cache's
+// reads: a client told about a write can read it back.
+class CaughtUpWatch final : public Watch {
+ public:
+  CaughtUpWatch(std::unique_ptr<Watch> inner, WatchCache& cache)
+      : inner_(std::move(inner)), cache_(cache) {}
+  Status poll(std::vector<EventPtr>* out, std::chrono::milliseconds wait) override;
+  void set_notifier(std::function<void()> notify) override { inner_->set_notifier(std::move(notify)); }
+  void cancel() override { inner_->cancel(); }
+
+ private:
+  std::unique_ptr<Watch> inner_;
+  WatchCache& cache_;
+};
+
 class WatchCache final : public Backend {
  public:
   explicit WatchCache(Backend& inner) : inner_(inner) {}
@@ -102,7 +119,19 @@ class WatchCache final : public Backend {
   }
 
   Result<std::unique_ptr<Watch>> watch(std::string_view prefix, Revision after) override {
-    return inner_.watch(prefix, after);
+    auto w = inner_.watch(prefix, after);
+    if (!w.is_ok()) return w.status();
+    return std::unique_ptr<Watch>(std::make_unique<CaughtUpWatch>(std::move(w).value(), *this));
+  }
+
+  // Makes the cache hold at least `revision` (its own notifier may not have
+  // run yet when another watcher is told about the same commit).
+  void catch_up(Revision revision) {
+    {
+      std::shared_lock lock(mu_);
+      if (rev_ >= revision) return;
+    }
+    apply_pending();
   }
   Status compact(Revision revision) override { return inner_.compact(revision); }
   Revision current_revision() const override { return inner_.current_revision(); }
@@ -110,6 +139,8 @@ class WatchCache final : public Backend {
 
  private:
   void apply_pending() {
+    // One applier at a time, so events are applied in revision order.
+    std::lock_guard apply(apply_mu_);
     std::vector<EventPtr> events;
     Status s = watch_->poll(&events, std::chrono::milliseconds(0));
     std::unique_lock lock(mu_);
@@ -126,11 +157,19 @@ class WatchCache final : public Backend {
 
   Backend& inner_;
   std::unique_ptr<Watch> watch_;
+  std::mutex apply_mu_;
   mutable std::shared_mutex mu_;
   std::map<std::string, KeyValue, std::less<>> items_;
   Revision rev_ = 0;
   Status failed_;
 };
+
+Status CaughtUpWatch::poll(std::vector<EventPtr>* out, std::chrono::milliseconds wait) {
+  size_t before = out->size();
+  Status s = inner_->poll(out, wait);
+  if (out->size() > before) cache_.catch_up(out->back()->kv.mod_revision);
+  return s;
+}
 
 }  // namespace
 

@@ -55,6 +55,9 @@ metadata:
   namespace: alpha
 spec:
   replicas: 2
+  # Paused before its first rollout: no ReplicaSet, so the pod lists below
+  # hold only the pods this file creates.
+  paused: true
   selector:
     matchLabels: {app: web}
   template:

@@ -145,8 +145,13 @@ class Kubelet {
                        {"conditions",
                         {{{"type", "Ready"}, {"status", "True"}},
                          {{"type", "ContainersReady"}, {"status", "True"}}}}}}};
-      c_.call("PATCH", "/api/v1/namespaces/bench/pods/" + name + "/status", status,
-              "application/merge-patch+json");
+      // The watch can deliver a create a moment before reads include it.
+      for (int attempt = 0; attempt < 50; ++attempt) {
+        if (c_.call("PATCH", "/api/v1/namespaces/bench/pods/" + name + "/status", status,
+                    "application/merge-patch+json").status != 404)
+          break;
+        std::this_thread::sleep_for(1ms);
+      }
       lock.lock();
     }
   }
@@ -236,7 +241,8 @@ int run(const Flags& f) {
     Kubelet kubelet(c, f.kubelet_threads);
     auto t1 = Clock::now();
     // Pods created before the kubelet started are marked here.
-    for (const json& p : c.get("/api/v1/namespaces/bench/pods")["items"])
+    const json pods = c.get("/api/v1/namespaces/bench/pods");
+    for (const json& p : pods.value("items", json::array()))
       c.call("PATCH", "/api/v1/namespaces/bench/pods/" + p["metadata"].value("name", "") + "/status",
              {{"status", {{"phase", "Running"}, {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}},
              "application/merge-patch+json");
