@@ -148,7 +148,7 @@ TEST_CASE("kubectl get across namespaces and in every output format", "[e2e]") {
     CHECK(pod["status"]["phase"] == "Pending");
     nlohmann::json list = c.get_json({"configmaps", "-n", "alpha"});
     CHECK(list["kind"] == "List");
-    CHECK(list["items"].size() == 3);
+    CHECK(list["items"].size() == 4);  // ours and the namespace's kube-root-ca.crt
     nlohmann::json deploy = c.get_json({"deployment", "web", "-n", "alpha"});
     CHECK(deploy["metadata"]["generation"] == 1);
     CHECK(deploy["spec"]["strategy"]["type"] == "RollingUpdate");
@@ -217,9 +217,10 @@ TEST_CASE("kubectl get with label and field selectors and --sort-by", "[e2e]") {
   SECTION("--sort-by") {
     Result by_rank = c.kubectl({"get", "configmaps", "-n", "alpha", "--sort-by=.data.rank"});
     REQUIRE_THAT(by_rank, Succeeded());
-    CHECK(names(by_rank) == Names{"z-first", "a-third", "m-second"});
+    // kube-root-ca.crt has no rank: kubectl sorts it first.
+    CHECK(names(by_rank) == Names{"kube-root-ca.crt", "z-first", "a-third", "m-second"});
     Result by_name = c.kubectl({"get", "configmaps", "-n", "alpha", "--sort-by=.metadata.name"});
-    CHECK(names(by_name) == Names{"a-third", "m-second", "z-first"});
+    CHECK(names(by_name) == Names{"a-third", "kube-root-ca.crt", "m-second", "z-first"});
     // The table's own columns stay: DATA counts the keys.
     CHECK(columns(lines(by_name.out).at(0)) == Names{"NAME", "DATA", "AGE"});
     CHECK(columns(lines(by_name.out).at(1)).at(1) == "2");

@@ -80,7 +80,8 @@ def main():
     page = core.list_namespaced_config_map(NS, limit=2)
     check(len(page.items) == 2 and page.metadata._continue, "limit gives a continue token")
     rest = core.list_namespaced_config_map(NS, limit=2, _continue=page.metadata._continue)
-    check(names(page.items + rest.items) == ["cm-0", "cm-1", "cm-2"], "continue gives the rest")
+    check(names(page.items + rest.items) == ["cm-0", "cm-1", "cm-2", "kube-root-ca.crt"],
+          "continue gives the rest")
 
     # Patches: a dict is sent as a strategic-merge patch, a list as JSON patch.
     p = core.patch_namespaced_config_map("cm-0", NS, {"data": {"extra": "yes"},
