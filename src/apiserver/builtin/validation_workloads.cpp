@@ -166,7 +166,28 @@ void validate_daemon_set(const json& obj, const json* old, FieldErrors& errs) {
 void validate_stateful_set(const json& obj, const json* old, FieldErrors& errs) {
   const json& spec = spec_of(obj);
   validate_counts(spec, errs, {"replicas", "minReadySeconds", "revisionHistoryLimit"});
-  validate_selector_template(spec, "statefulset", "StatefulSet", errs);
+  // Containers may mount each volumeClaimTemplate by name, as kube's
+  // validation sees the claims as the template's volumes.
+  json with_claims = spec;
+  if (spec.contains("volumeClaimTemplates") && spec["volumeClaimTemplates"].is_array() &&
+      with_claims.contains("template") && with_claims["template"].is_object()) {
+    json& pod_spec = with_claims["template"]["spec"];
+    if (pod_spec.is_object()) {
+      if (!pod_spec.contains("volumes") || !pod_spec["volumes"].is_array())
+        pod_spec["volumes"] = json::array();
+      for (const json& claim : spec["volumeClaimTemplates"]) {
+        std::string name = claim.is_object() && claim.contains("metadata") && claim["metadata"].is_object()
+                               ? claim["metadata"].value("name", "")
+                               : "";
+        if (name.empty()) continue;
+        bool present = false;
+        for (const json& v : pod_spec["volumes"]) present |= v.is_object() && v.value("name", "") == name;
+        if (!present)
+          pod_spec["volumes"].push_back({{"name", name}, {"persistentVolumeClaim", {{"claimName", name}}}});
+      }
+    }
+  }
+  validate_selector_template(with_claims, "statefulset", "StatefulSet", errs);
   std::string policy = get_string(spec, "podManagementPolicy");
   if (!policy.empty() && policy != "OrderedReady" && policy != "Parallel") {
     not_supported(errs, "spec.podManagementPolicy", policy, {"OrderedReady", "Parallel"});

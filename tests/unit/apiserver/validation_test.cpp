@@ -208,6 +208,17 @@ TEST_CASE("replica sets, daemon sets and stateful sets share the controller rule
   CHECK(errors("apps", "StatefulSet", scaled, sts).empty());
 }
 
+TEST_CASE("stateful set containers may mount their volume claim templates", "[kinds]") {
+  json sts = deployment({{"app", "db"}}, {{"app", "db"}});
+  sts["spec"]["template"]["spec"]["containers"][0]["volumeMounts"] =
+      json::array({{{"name", "data"}, {"mountPath", "/data"}}});
+  CHECK(errors("apps", "StatefulSet", sts).size() == 1);  // no such volume yet
+  sts["spec"]["volumeClaimTemplates"] = json::array({{{"metadata", {{"name", "data"}}},
+      {"spec", {{"accessModes", {"ReadWriteOnce"}},
+                {"resources", {{"requests", {{"storage", "1Gi"}}}}}}}}});
+  CHECK(errors("apps", "StatefulSet", sts).empty());
+}
+
 TEST_CASE("jobs need a restart policy of OnFailure or Never", "[kinds]") {
   const std::string uid = "0b6d2a4e-0000-4000-8000-000000000001";
   json never = job(uid, {{"restartPolicy", "Never"}, {"containers", {container()}}});
