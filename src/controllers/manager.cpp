@@ -61,6 +61,7 @@ class Manager final : public ControllerManager {
         continue;
       if (auto c = e.make(ctx_)) controllers_.push_back(std::move(c));
     }
+    for (const auto& attach : options_.attach) attach(informers_);
     VKUBE_RETURN_IF_ERROR(informers_.start());
     for (auto& c : controllers_) c->start(options_.workers);
     return Status::ok();

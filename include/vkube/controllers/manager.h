@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "vkube/apiserver/apiserver.h"
+#include "vkube/controllers/informers.h"
 #include "vkube/storage/backend.h"
 
 namespace vkube::controllers {
@@ -27,6 +28,10 @@ struct ManagerOptions {
   std::function<std::chrono::system_clock::time_point()> now;
   // Worker threads of each controller's queue.
   int workers = 2;
+  // Components that share the manager's informers (the host's scheduler and
+  // simulated nodes): each is called once the controllers registered their
+  // caches and handlers, before the informers start, to register its own.
+  std::vector<std::function<void(Informers&)>> attach;
 };
 
 class ControllerManager {

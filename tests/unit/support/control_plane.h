@@ -31,13 +31,17 @@ struct ControlPlane {
 
   // Starts the named controllers (empty: all) over a server holding the
   // namespaces "default" and "w".
+  // `attach` registers more components (the scheduler, simulated nodes) on
+  // the manager's informers before they start.
   explicit ControlPlane(std::vector<std::string> names = {},
-                        std::function<std::chrono::system_clock::time_point()> now = {}) {
+                        std::function<std::chrono::system_clock::time_point()> now = {},
+                        std::vector<std::function<void(controllers::Informers&)>> attach = {}) {
     for (const char* ns : {"default", "w"})
       REQUIRE(call("POST", "/api/v1/namespaces", {{"metadata", {{"name", ns}}}}).code == 201);
     controllers::ManagerOptions o;
     o.controllers = std::move(names);
     o.now = std::move(now);
+    o.attach = std::move(attach);
     o.root_ca_pem = "-----BEGIN CERTIFICATE-----\nTEST\n-----END CERTIFICATE-----\n";
     auto m = controllers::ControllerManager::start(*server.api, *server.store, o);
     REQUIRE(m.is_ok());
