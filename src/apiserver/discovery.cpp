@@ -27,6 +27,12 @@ json legacy_resources(const Registry& reg, const api::GroupVersion& gv) {
     if (!r.short_names.empty()) entry["shortNames"] = r.short_names;
     if (!r.categories.empty()) entry["categories"] = r.categories;
     resources.push_back(entry);
+    if (r.plural == "pods" && gv.group.empty())
+      resources.push_back({{"name", "pods/binding"},
+                           {"singularName", ""},
+                           {"namespaced", true},
+                           {"kind", "Binding"},
+                           {"verbs", {"create"}}});
     if (r.status_subresource)
       resources.push_back({{"name", r.plural + "/status"}, {"singularName", ""},
                            {"namespaced", r.namespaced}, {"kind", r.kind}, {"verbs", kSubVerbs}});
@@ -62,6 +68,10 @@ json aggregated_group(const Registry& reg, const std::string& group) {
       if (!r.short_names.empty()) entry["shortNames"] = r.short_names;
       if (!r.categories.empty()) entry["categories"] = r.categories;
       json subs = json::array();
+      if (r.plural == "pods" && gv.group.empty())
+        subs.push_back({{"subresource", "binding"},
+                        {"responseKind", {{"group", ""}, {"version", "v1"}, {"kind", "Binding"}}},
+                        {"verbs", {"create"}}});
       if (r.scale_subresource)
         subs.push_back({{"subresource", "scale"},
                         {"responseKind", {{"group", "autoscaling"}, {"version", "v1"}, {"kind", "Scale"}}},

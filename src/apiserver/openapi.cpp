@@ -128,6 +128,12 @@ json document(const Registry& reg, const api::GroupVersion& gv) {
           {"get", operation(r, "get", "get", "read" + name + "Status", false, named)},
           {"put", operation(r, "put", "put", "replace" + name + "Status", true, named)},
           {"patch", operation(r, "patch", "patch", "patch" + name + "Status", true, named)}};
+    if (r.plural == "pods" && gv.group.empty()) {
+      if (const Kind* b = reg.find("", "v1", "bindings"))
+        paths[base + ns_path + "/pods/{name}/binding"] = {
+            {"post",
+             operation(b->resource, "post", "post", "create" + name + "Binding", true, named)}};
+    }
   }
   json generated = schema::openapi_components(roots);
   for (auto it = generated.begin(); it != generated.end(); ++it) schemas[it.key()] = std::move(it.value());

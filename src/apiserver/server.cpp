@@ -26,6 +26,27 @@ Server::Server(Options options)
 
 Server::~Server() { shutdown(); }
 
+void Server::add_metrics_source(std::function<std::string()> render) {
+  std::lock_guard lock(metrics_sources_mu_);
+  metrics_sources_.push_back(std::move(render));
+}
+
+std::string Server::render_metrics() {
+  std::vector<std::function<std::string()>> sources;
+  {
+    // Rendered outside the lock: a slow source must not hold up another
+    // component adding its own.
+    std::lock_guard lock(metrics_sources_mu_);
+    sources = metrics_sources_;
+  }
+  std::string out = metrics_.render();
+  for (const auto& render : sources) {
+    out += render();
+    if (!out.empty() && out.back() != '\n') out.push_back('\n');
+  }
+  return out;
+}
+
 void Server::shutdown() {
   ready_ = false;
   watches_->shutdown();
@@ -181,7 +202,7 @@ http::Response Server::route(http::Request& req, const RequestInfo& info, const 
     if (path == "/readyz" || path.starts_with("/readyz/"))
       return ready() ? text_response(200, "ok") : text_response(500, "[-]storage not ready\nreadyz check failed");
     if (path == "/metrics") {
-      http::Response r = text_response(200, metrics_.render());
+      http::Response r = text_response(200, render_metrics());
       r.set_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8");
       return r;
     }
@@ -208,7 +229,8 @@ http::Response Server::route(http::Request& req, const RequestInfo& info, const 
   if (!sub.empty() && !(sub == "status" && kind->resource.status_subresource) &&
       !(sub == "scale" && kind->resource.scale_subresource) &&
       !(sub == "finalize" && info.resource == "namespaces") &&
-      !(sub == "token" && info.resource == "serviceaccounts" && info.group.empty()))
+      !(sub == "token" && info.resource == "serviceaccounts" && info.group.empty()) &&
+      !(sub == "binding" && info.resource == "pods" && info.group.empty()))
     return error_response(Status::not_found("the server could not find the requested resource"));
 
   http::Response resp;
@@ -221,7 +243,9 @@ http::Response Server::route(http::Request& req, const RequestInfo& info, const 
     if (verb != "create") return error_response(method_not_supported(kind->resource, verb));
     return handle_token_request(ctx);
   }
-  if (kind->create_only) resp = handle_review(ctx);
+  const bool binding = info.group.empty() && (sub == "binding" || info.resource == "bindings");
+  if (binding) resp = handle_binding(ctx);
+  else if (kind->create_only) resp = handle_review(ctx);
   else if (verb == "get") resp = handle_get(ctx);
   else if (verb == "list") resp = handle_list(ctx);
   else if (verb == "watch") resp = handle_watch(ctx);

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "errors.h"
 #include "metrics.h"
@@ -28,6 +30,7 @@ class Server final : public ApiServer {
   void set_ready(bool ready) override { ready_ = ready; }
   void shutdown() override;
   Status ensure_bootstrap_policy() override;
+  void add_metrics_source(std::function<std::string()> render) override;
 
   const Options& options() const { return options_; }
   storage::Backend& backend() { return *options_.backend; }
@@ -41,6 +44,8 @@ class Server final : public ApiServer {
  private:
   http::Response chain(http::Request& req, const RequestInfo& info);
   http::Response route(http::Request& req, const RequestInfo& info, const UserInfo& user);
+  // The /metrics text: the server's own metrics, then each source's.
+  std::string render_metrics();
 
   Options options_;
   Registry registry_;
@@ -51,6 +56,8 @@ class Server final : public ApiServer {
   std::atomic<bool> ready_{false};
   std::atomic<size_t> inflight_{0};
   std::atomic<size_t> inflight_mutating_{0};
+  std::mutex metrics_sources_mu_;
+  std::vector<std::function<std::string()>> metrics_sources_;  // guarded by metrics_sources_mu_
 };
 
 // Everything a verb handler needs about its request.
@@ -83,6 +90,9 @@ http::Response handle_delete(Context& c);
 http::Response handle_delete_collection(Context& c);
 // serviceaccounts/<name>/token (sa_token.cpp).
 http::Response handle_token_request(Context& c);
+// POST pods/<name>/binding and POST bindings: assigns a pod to a node
+// (binding.cpp).
+http::Response handle_binding(Context& c);
 // POST of a kind that is never stored (Kind::create_only): the access
 // reviews, answered by the authorizer (reviews.cpp).
 http::Response handle_review(Context& c);

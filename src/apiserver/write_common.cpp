@@ -216,6 +216,9 @@ void prepare_update(Context& c, const json& cur, json& next) {
                                             : json::array();
     next = cur;
     next["spec"]["finalizers"] = std::move(finalizers);
+  } else if (sub == "binding") {
+    // The binding wrote exactly what a binding changes (spec.nodeName,
+    // annotations, the PodScheduled condition) onto the current pod.
   } else {
     if (c.resource().status_subresource) {
       if (cur.contains("status")) next["status"] = cur["status"];

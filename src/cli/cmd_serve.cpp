@@ -10,8 +10,6 @@
 
 namespace vkube::cli {
 
-namespace {
-
 // Blocks until SIGINT or SIGTERM.
 void wait_for_signal() {
   sigset_t set;
@@ -33,7 +31,16 @@ void block_signals() {
   signal(SIGPIPE, SIG_IGN);
 }
 
-}  // namespace
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < text.size();) {
+    size_t j = text.find(',', i);
+    if (j == std::string::npos) j = text.size();
+    if (j > i) out.push_back(text.substr(i, j - i));
+    i = j + 1;
+  }
+  return out;
+}
 
 int run_serve(const Args& args) {
   FlagSet flags("serve",
@@ -57,12 +64,7 @@ int run_serve(const Args& args) {
   o.listen = listen;
   o.name = name;
   o.token_auth_file = token_file;
-  for (size_t i = 0; i < sans.size();) {
-    size_t j = sans.find(',', i);
-    if (j == std::string::npos) j = sans.size();
-    if (j > i) o.tls_sans.push_back(sans.substr(i, j - i));
-    i = j + 1;
-  }
+  o.tls_sans = split_list(sans);
   auto tenant = Tenant::start(o);
   if (!tenant.is_ok()) return fail(tenant.status().message());
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

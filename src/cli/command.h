@@ -38,5 +38,13 @@ int run_version(const Args& args);
 int run_backup(const Args& args);
 int run_restore(const Args& args);
 int run_serve(const Args& args);
+int run_host(const Args& args);
+
+// Blocks SIGINT/SIGTERM in every thread started after it (call first), and
+// ignores SIGPIPE; wait_for_signal() then blocks until one arrives.
+void block_signals();
+void wait_for_signal();
+// "a,b,,c" -> {"a", "b", "c"}
+std::vector<std::string> split_list(const std::string& text);
 
 }  // namespace vkube::cli

@@ -16,6 +16,7 @@ namespace vkube::cli {
 const std::vector<Command>& commands() {
   static const std::vector<Command> kCommands = {
       {"serve", "Serve one tenant's Kubernetes API", run_serve},
+      {"host", "Run an embedded host cluster: API, GPU scheduler, simulated GPU nodes", run_host},
       {"version", "Print the vkube version", run_version},
       {"backup", "Copy a store to a backup directory, online", run_backup},
       {"restore", "Restore a store from a backup directory", run_restore},

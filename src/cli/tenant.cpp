@@ -83,6 +83,8 @@ class TenantImpl final : public Tenant {
       cv_.notify_all();
     }
     if (compactor_.joinable()) compactor_.join();
+    for (auto it = components_.rbegin(); it != components_.rend(); ++it)
+      if (it->stop) it->stop();
     if (controllers_) controllers_->stop();
     if (api_) api_->shutdown();
     if (server_) server_->shutdown(grace);
@@ -156,10 +158,19 @@ class TenantImpl final : public Tenant {
     VKUBE_LOG(debug, "start: bootstrap objects present", {"ms", since_start_ms()});
     controllers::ManagerOptions mo;
     mo.root_ca_pem = bundle->ca.cert_pem;
+    components_ = o.components;
+    for (const Component& c : components_)
+      if (c.attach) mo.attach.push_back([this, &c](controllers::Informers& inf) { c.attach(*api_, inf); });
     auto manager = controllers::ControllerManager::start(*api_, *cache_, mo);
     if (!manager.is_ok()) return manager.status();
     controllers_ = std::move(manager).value();
     VKUBE_LOG(debug, "start: controllers running", {"ms", since_start_ms()});
+    for (const Component& c : components_) {
+      if (!c.start) continue;
+      Status s = c.start();
+      if (!s.is_ok()) return Status(s.code(), c.name + ": " + s.message());
+      VKUBE_LOG(debug, "start: component running", {"component", c.name}, {"ms", since_start_ms()});
+    }
     compactor_ = std::thread([this] { compact_loop(); });
     api_->set_ready(true);
     // Give start-up's garbage (store recovery, bootstrap) back to the system.
@@ -218,6 +229,7 @@ class TenantImpl final : public Tenant {
   std::unique_ptr<apiserver::ApiServer> api_;
   std::unique_ptr<http::Server> server_;
   std::unique_ptr<controllers::ControllerManager> controllers_;
+  std::vector<Component> components_;
   std::thread compactor_;
   std::mutex mu_;
   std::condition_variable cv_;

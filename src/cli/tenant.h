@@ -4,13 +4,32 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "vkube/common/status.h"
 
+namespace vkube::apiserver {
+class ApiServer;
+}
+namespace vkube::controllers {
+class Informers;
+}
+
 namespace vkube::cli {
+
+// More in-process parts on the tenant's informers (the host's scheduler and
+// simulated nodes). `attach` registers their caches and handlers before the
+// informers start; `start` runs them once the controllers run; `stop` comes
+// before the controllers and the store stop.
+struct Component {
+  std::string name;
+  std::function<void(apiserver::ApiServer&, controllers::Informers&)> attach;
+  std::function<Status()> start;
+  std::function<void()> stop;
+};
 
 struct TenantOptions {
   std::string data_dir;
@@ -21,6 +40,7 @@ struct TenantOptions {
   // kube-apiserver's static token file (token,user,uid,"group1,group2");
   // empty: only the admin certificate authenticates.
   std::string token_auth_file;
+  std::vector<Component> components;
 };
 
 class Tenant {

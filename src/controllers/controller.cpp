@@ -5,7 +5,7 @@
 #include <mutex>
 
 #include "vkube/common/log.h"
-#include "write_pool.h"
+#include "vkube/controllers/write_pool.h"
 
 namespace vkube::controllers {
 

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "event_recorder.h"
+#include "vkube/controllers/event_recorder.h"
 #include "vkube/common/status.h"
 #include "vkube/controllers/informers.h"
 #include "vkube/controllers/local_client.h"

@@ -1,4 +1,4 @@
-#include "event_recorder.h"
+#include "vkube/controllers/event_recorder.h"
 
 #include <cstdio>
 

@@ -3,9 +3,9 @@
 #include <thread>
 
 #include "controller.h"
-#include "event_recorder.h"
+#include "vkube/controllers/event_recorder.h"
 #include "vkube/common/log.h"
-#include "write_pool.h"
+#include "vkube/controllers/write_pool.h"
 
 namespace vkube::controllers {
 

@@ -1,1 +1,360 @@
-// placeholder
+#include "agent.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include "pod_status.h"
+#include "vkube/common/log.h"
+#include "vkube/nodesim/simulator.h"
+
+namespace vkube::nodesim {
+
+namespace {
+
+using std::chrono::milliseconds;
+
+// Retries of a write that lost a race before the key goes back to the queue.
+constexpr int kConflictRetries = 4;
+// How soon a pod that found no free address tries again.
+constexpr milliseconds kNoAddressRetry = std::chrono::seconds(5);
+
+const json& at(const json& obj, const char* a, const char* b = nullptr) {
+  static const json kNull;
+  if (!obj.is_object()) return kNull;
+  auto it = obj.find(a);
+  if (it == obj.end()) return kNull;
+  if (b == nullptr) return *it;
+  if (!it->is_object()) return kNull;
+  auto jt = it->find(b);
+  return jt == it->end() ? kNull : *jt;
+}
+
+std::string str(const json& v) {
+  return v.is_string() ? v.get<std::string>() : std::string();
+}
+
+std::string annotation(const json& pod, std::string_view name) {
+  const json& a = at(pod, "metadata", "annotations");
+  if (!a.is_object()) return {};
+  auto it = a.find(std::string(name));
+  return it == a.end() ? std::string() : str(*it);
+}
+
+// An annotation holding a duration; nullopt when absent or malformed (a
+// malformed one is logged and ignored, as the kubelet ignores annotations).
+std::optional<milliseconds> duration_annotation(const json& pod, std::string_view name) {
+  std::string text = annotation(pod, name);
+  if (text.empty()) return std::nullopt;
+  auto d = parse_duration(text);
+  if (!d)
+    VKUBE_LOG(warn, "ignoring a malformed pod annotation",
+              {"pod", str(at(pod, "metadata", "name"))}, {"annotation", name}, {"value", text});
+  return d;
+}
+
+int exit_code_of(const json& pod) {
+  std::string text = annotation(pod, kExitCodeAnnotation);
+  int v = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || p != text.data() + text.size() || v < 0 || v > 255)
+    return 0;
+  return v;
+}
+
+milliseconds ceil_ms(std::chrono::steady_clock::duration d) {
+  return std::chrono::ceil<milliseconds>(d);
+}
+
+std::string key_of(const json& obj) {
+  return str(at(obj, "metadata", "namespace")) + "/" + str(at(obj, "metadata", "name"));
+}
+
+}  // namespace
+
+Agent::Agent(Client& client, const controllers::Lister& pods,
+             const std::vector<gpu::NodeSpec>& nodes, std::function<TimePoint()> now)
+    : client_(client), pods_(pods), nodes_(nodes), now_(std::move(now)) {
+  index_.reserve(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) index_.emplace(nodes[i].name, static_cast<int>(i));
+}
+
+Agent::~Agent() {
+  stop();
+}
+
+int Agent::node_index(std::string_view name) const {
+  if (name.empty()) return -1;
+  auto it = index_.find(std::string(name));
+  return it == index_.end() ? -1 : it->second;
+}
+
+void Agent::on_pod(const controllers::ObjectEvent& e) {
+  auto bound_here = [&](const controllers::ObjectPtr& p) {
+    if (!p) return false;
+    const json& n = at(*p, "spec", "nodeName");
+    return n.is_string() && owns(n.get_ref<const std::string&>());
+  };
+  if (bound_here(e.object) || bound_here(e.old)) queue_.add(e.key);
+}
+
+void Agent::start(int workers) {
+  std::vector<std::string> cidrs;
+  cidrs.reserve(nodes_.size());
+  for (const gpu::NodeSpec& n : nodes_) cidrs.push_back(n.pod_cidr);
+  ips_ = std::make_unique<PodIps>(cidrs);
+  // The addresses of running pods stay theirs across a restart.
+  for (const controllers::ObjectPtr& p : pods_.list()) {
+    int node = node_index(str(at(*p, "spec", "nodeName")));
+    if (node < 0 || str(at(*p, "status", "phase")) != "Running") continue;
+    auto ip = PodIps::parse(str(at(*p, "status", "podIP")));
+    if (!ip || !ips_->mark(node, *ip)) continue;
+    Tracked t;
+    t.uid = str(at(*p, "metadata", "uid"));
+    t.node = node;
+    t.ip = *ip;
+    save(key_of(*p), t);
+  }
+  for (int i = 0; i < std::max(workers, 1); ++i) workers_.emplace_back([this] { work(); });
+}
+
+void Agent::stop() {
+  queue_.shutdown();
+  for (auto& w : workers_) w.join();
+  workers_.clear();
+}
+
+void Agent::work() {
+  std::string key;
+  while (queue_.get(&key)) {
+    Status s = reconcile(key);
+    if (s.is_ok()) {
+      queue_.forget(key);
+    } else {
+      VKUBE_LOG(warn, "simulated kubelet: pod sync failed", {"pod", key}, {"error", s.to_string()});
+      queue_.add_rate_limited(key);
+    }
+    queue_.done(key);
+  }
+}
+
+Status Agent::reconcile(const std::string& key) {
+  controllers::ObjectPtr cached = pods_.get(key);
+  if (!cached) {
+    forget(key);
+    return Status::ok();
+  }
+  json pod = *cached;
+  for (int attempt = 0;; ++attempt) {
+    Status s = handle(key, pod);
+    if (s.code() != Code::kConflict || attempt + 1 >= kConflictRetries) return s;
+    // The cache trails our own writes: read the pod as it is now.
+    auto slash = key.find('/');
+    ApiResult r = client_.call("GET", pod_path(key.substr(0, slash), key.substr(slash + 1)));
+    if (r.code == 404) {
+      forget(key);
+      return Status::ok();
+    }
+    if (!r.ok()) return Status::internal("reading pod " + key + ": " + r.body.dump());
+    pod = std::move(r.body);
+  }
+}
+
+Status Agent::handle(const std::string& key, const json& pod) {
+  const int node = node_index(str(at(pod, "spec", "nodeName")));
+  if (node < 0) {
+    forget(key);
+    return Status::ok();
+  }
+  Tracked t = load(key);
+  const std::string uid = str(at(pod, "metadata", "uid"));
+  if (t.uid != uid) {  // first sight, or a new pod of the same name
+    forget(key);
+    t = Tracked{};
+    t.uid = uid;
+    t.node = node;
+  }
+  const std::string phase = str(at(pod, "status", "phase"));
+  Status s;
+  if (at(pod, "metadata", "deletionTimestamp").is_string()) {
+    s = stop_pod(key, pod, t);
+  } else if (phase == "Succeeded" || phase == "Failed") {
+    forget(key);  // the sandbox is gone; the address is free again
+    return Status::ok();
+  } else if (phase == "Running") {
+    s = run_pod(key, pod, t);
+  } else {
+    s = start_pod(key, pod, t);
+  }
+  return s;
+}
+
+Status Agent::start_pod(const std::string& key, const json& pod, Tracked& t) {
+  const auto now = Steady::now();
+  if (!t.seen) {
+    auto started = parse_rfc3339(str(at(pod, "status", "startTime")));
+    t.seen = started ? steady_of(*started) : now;
+  }
+  const gpu::NodeSpec& node = nodes_[t.node];
+  Addresses a{node.internal_ip, {}};
+  const std::string stamp = rfc3339(wall());
+  if (auto delay = duration_annotation(pod, kStartDelayAnnotation);
+      delay && now < *t.seen + *delay) {
+    save(key, t);
+    later(key, ceil_ms(*t.seen + *delay - now));
+    return write_status(pod, creating_status(pod, a, stamp));
+  }
+  if (at(pod, "spec", "hostNetwork") == true) {
+    a.pod_ip = node.internal_ip;
+  } else {
+    if (t.ip == 0) {
+      auto ip = ips_->allocate(t.node);
+      if (!ip) {
+        save(key, t);
+        later(key, kNoAddressRetry);
+        // As a CNI out of addresses: the sandbox waits (no write when it already says so).
+        return write_status(pod, creating_status(pod, a, stamp,
+                                                 "no free pod IP in the node's range \"" +
+                                                     ips_->cidr(t.node) + "\""));
+      }
+      t.ip = *ip;
+    }
+    a.pod_ip = PodIps::format(t.ip);
+  }
+  save(key, t);  // the address stays the pod's even when the write below loses a race
+  VKUBE_RETURN_IF_ERROR(write_status(pod, running_status(pod, a, stamp)));
+  t.running_since = now;
+  save(key, t);
+  if (auto d = duration_annotation(pod, kDurationAnnotation)) later(key, *d);
+  return Status::ok();
+}
+
+Status Agent::run_pod(const std::string& key, const json& pod, Tracked& t) {
+  if (t.ip == 0) {  // running before this process started: its address is taken
+    if (auto ip = PodIps::parse(str(at(pod, "status", "podIP"))); ip && ips_->mark(t.node, *ip))
+      t.ip = *ip;
+  }
+  auto duration = duration_annotation(pod, kDurationAnnotation);
+  if (!duration) {
+    save(key, t);
+    return Status::ok();
+  }
+  const auto now = Steady::now();
+  if (!t.running_since) {
+    const json& statuses = at(pod, "status", "containerStatuses");
+    std::optional<TimePoint> since;
+    if (statuses.is_array() && !statuses.empty())
+      since = parse_rfc3339(str(at(at(statuses[0], "state"), "running", "startedAt")));
+    t.running_since = since ? steady_of(*since) : now;
+  }
+  if (now < *t.running_since + *duration) {
+    save(key, t);
+    later(key, ceil_ms(*t.running_since + *duration - now));
+    return Status::ok();
+  }
+  const int code = exit_code_of(pod);
+  const std::string policy = str(at(pod, "spec", "restartPolicy"));
+  const bool restart = policy.empty() || policy == "Always" || (policy == "OnFailure" && code != 0);
+  const std::string stamp = rfc3339(wall());
+  if (restart) {
+    VKUBE_RETURN_IF_ERROR(write_status(pod, restarted_status(pod, code, stamp)));
+    t.running_since = now;
+    save(key, t);
+    later(key, *duration);
+    return Status::ok();
+  }
+  VKUBE_RETURN_IF_ERROR(write_status(pod, finished_status(pod, code, stamp)));
+  forget(key);
+  return Status::ok();
+}
+
+Status Agent::stop_pod(const std::string& key, const json& pod, Tracked& t) {
+  const std::string phase = str(at(pod, "status", "phase"));
+  if (phase != "Running") {  // nothing runs: gone at once
+    VKUBE_RETURN_IF_ERROR(remove(pod));
+    forget(key);
+    return Status::ok();
+  }
+  const auto now = Steady::now();
+  const json& g = at(pod, "metadata", "deletionGracePeriodSeconds");
+  const milliseconds grace = std::chrono::seconds(g.is_number_integer() ? g.get<int64_t>() : 0);
+  const milliseconds wanted =
+      duration_annotation(pod, kTerminationAnnotation).value_or(milliseconds(0));
+  if (!t.deleting_since) {
+    t.deleting_since = now;
+    // Asked before this process saw it (a restart): count from the request.
+    if (auto deadline = parse_rfc3339(str(at(pod, "metadata", "deletionTimestamp")))) {
+      TimePoint asked = *deadline - grace;
+      if (wall() - asked > std::chrono::seconds(2)) t.deleting_since = steady_of(asked);
+    }
+  }
+  const milliseconds wait = std::min(wanted, grace);
+  if (now < *t.deleting_since + wait) {
+    save(key, t);
+    later(key, ceil_ms(*t.deleting_since + wait - now));
+    return Status::ok();
+  }
+  // Containers still running at the end of the grace period are killed.
+  const int code = wanted > grace ? 137 : 0;
+  VKUBE_RETURN_IF_ERROR(write_status(pod, finished_status(pod, code, rfc3339(wall()))));
+  VKUBE_RETURN_IF_ERROR(remove(pod));
+  forget(key);
+  return Status::ok();
+}
+
+Status Agent::write_status(const json& pod, json status) {
+  if (at(pod, "status") == status) return Status::ok();
+  json body = pod;
+  body["status"] = std::move(status);
+  ApiResult r = client_.call(
+      "PUT",
+      pod_path(str(at(pod, "metadata", "namespace")), str(at(pod, "metadata", "name")), "status"),
+      body);
+  if (r.ok() || r.code == 404) return Status::ok();
+  if (r.code == 409) return Status::conflict("pod changed");
+  return Status::internal("updating pod status: " + r.body.dump());
+}
+
+// As the kubelet does once the containers are gone: delete for good, but
+// only the pod it stopped (a new pod of the same name is left alone).
+Status Agent::remove(const json& pod) {
+  json options = {{"apiVersion", "v1"},
+                  {"kind", "DeleteOptions"},
+                  {"gracePeriodSeconds", 0},
+                  {"preconditions", {{"uid", str(at(pod, "metadata", "uid"))}}}};
+  ApiResult r = client_.call(
+      "DELETE", pod_path(str(at(pod, "metadata", "namespace")), str(at(pod, "metadata", "name"))),
+      options);
+  if (r.ok() || r.code == 404 || r.code == 409) return Status::ok();
+  return Status::internal("deleting pod: " + r.body.dump());
+}
+
+Agent::Tracked Agent::load(const std::string& key) {
+  std::lock_guard lock(mu_);
+  auto it = tracked_.find(key);
+  return it == tracked_.end() ? Tracked{} : it->second;
+}
+
+void Agent::save(const std::string& key, const Tracked& t) {
+  std::lock_guard lock(mu_);
+  tracked_[key] = t;
+}
+
+void Agent::forget(const std::string& key) {
+  std::lock_guard lock(mu_);
+  auto it = tracked_.find(key);
+  if (it == tracked_.end()) return;
+  if (it->second.ip != 0 && ips_) ips_->release(it->second.node, it->second.ip);
+  tracked_.erase(it);
+}
+
+void Agent::later(const std::string& key, milliseconds delay) {
+  queue_.add_after(key, std::max(delay, milliseconds(1)));
+}
+
+Agent::Steady::time_point Agent::steady_of(TimePoint then) const {
+  auto ago = wall() - then;
+  if (ago < TimePoint::duration::zero()) ago = TimePoint::duration::zero();
+  return Steady::now() - std::chrono::duration_cast<Steady::duration>(ago);
+}
+
+}  // namespace vkube::nodesim

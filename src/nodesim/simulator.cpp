@@ -1,1 +1,110 @@
-// placeholder
+// The simulator: registers the nodes, runs their heartbeats and the agent
+// that plays their kubelets.
+#include "vkube/nodesim/simulator.h"
+
+#include <shared_mutex>
+#include <thread>
+
+#include "agent.h"
+#include "client.h"
+#include "heartbeat.h"
+#include "nodes.h"
+#include "vkube/common/log.h"
+
+namespace vkube::nodesim {
+
+namespace {
+
+// Concurrent writes when registering nodes and renewing leases: enough for
+// the store's group commit to sync many of them at once.
+constexpr size_t kWriteThreads = 16;
+
+// Lets the informers' handler, which outlives the simulator (handlers cannot
+// be removed), reach the agent only while it exists.
+struct Gate {
+  std::shared_mutex mu;
+  Agent* agent = nullptr;
+};
+
+class SimulatorImpl final : public Simulator {
+ public:
+  SimulatorImpl(apiserver::ApiServer& api, controllers::Informers& informers, Options options)
+      : options_(std::move(options)),
+        client_(api),
+        pool_(kWriteThreads),
+        informers_(informers),
+        registrar_{client_, pool_, informers.cache({"core", "nodes"}),
+                   informers.cache({"core", "pods"}), options_.now},
+        agent_(client_, registrar_.pods, options_.nodes, options_.now),
+        gate_(std::make_shared<Gate>()) {
+    gate_->agent = &agent_;
+    informers.on_event({"core", "pods"}, [gate = gate_](const controllers::ObjectEvent& e) {
+      std::shared_lock lock(gate->mu);
+      if (gate->agent) gate->agent->on_pod(e);
+    });
+  }
+
+  ~SimulatorImpl() override { stop(); }
+
+  Status start() override {
+    auto begin = std::chrono::steady_clock::now();
+    VKUBE_RETURN_IF_ERROR(registrar_.ensure_lease_namespace());
+    VKUBE_RETURN_IF_ERROR(registrar_.register_nodes(options_.nodes));
+    VKUBE_RETURN_IF_ERROR(registrar_.remove_stale(options_.nodes));
+    agent_.start(options_.workers);
+    std::vector<std::string> names;
+    names.reserve(options_.nodes.size());
+    for (const gpu::NodeSpec& n : options_.nodes) names.push_back(n.name);
+    heartbeat_ = std::make_unique<Heartbeat>(registrar_, std::move(names), options_.heartbeat,
+                                             options_.max_renewals_per_second);
+    heartbeat_->start();
+    auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - begin);
+    VKUBE_LOG(info, "simulated nodes registered", {"nodes", options_.nodes.size()},
+              {"ms", took.count()},
+              {"lease_round_ms", static_cast<int64_t>(heartbeat_->round().count())});
+    return Status::ok();
+  }
+
+  void stop() override {
+    {
+      std::unique_lock lock(gate_->mu);
+      gate_->agent = nullptr;
+    }
+    if (heartbeat_) heartbeat_->stop();
+    agent_.stop();
+  }
+
+  bool wait_idle(std::chrono::milliseconds timeout) override {
+    auto end = std::chrono::steady_clock::now() + timeout;
+    int quiet = 0;
+    while (std::chrono::steady_clock::now() < end) {
+      bool idle = informers_.sync(std::chrono::milliseconds(200)) && agent_.idle();
+      // Idle several times in a row: a handler may have just queued a key.
+      quiet = idle ? quiet + 1 : 0;
+      if (quiet >= 3) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return false;
+  }
+
+ private:
+  Options options_;
+  Client client_;
+  controllers::WritePool pool_;
+  controllers::Informers& informers_;
+  Registrar registrar_;
+  Agent agent_;
+  std::shared_ptr<Gate> gate_;
+  std::unique_ptr<Heartbeat> heartbeat_;
+};
+
+}  // namespace
+
+std::unique_ptr<Simulator> Simulator::create(apiserver::ApiServer& api,
+                                             controllers::Informers& informers, Options options) {
+  gpu::assign_addresses(options.nodes);
+  return std::make_unique<SimulatorImpl>(api, informers, std::move(options));
+}
+
+}  // namespace vkube::nodesim

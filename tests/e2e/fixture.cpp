@@ -46,14 +46,33 @@ Cluster::Cluster(const std::string& token_auth_csv) {
   std::string tmpl = (fs::temp_directory_path() / "vkube-e2e-XXXXXX").string();
   if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
   dir_ = tmpl;
-  fs::create_directories(dir_ + "/kube-cache");
-
-  Spawn s;
-  s.argv = {VKUBE_BINARY, "serve", "--data-dir", dir_ + "/data", "--listen", "127.0.0.1:0"};
+  std::vector<std::string> argv = {VKUBE_BINARY, "serve", "--data-dir", dir_ + "/data", "--listen",
+                                   "127.0.0.1:0"};
   if (!token_auth_csv.empty()) {
     write_file(dir_ + "/tokens.csv", token_auth_csv);
-    s.argv.insert(s.argv.end(), {"--token-auth-file", dir_ + "/tokens.csv"});
+    argv.insert(argv.end(), {"--token-auth-file", dir_ + "/tokens.csv"});
   }
+  start(std::move(argv));
+}
+
+Cluster::Cluster(const Host& host) {
+  std::string tmpl = (fs::temp_directory_path() / "vkube-e2e-XXXXXX").string();
+  if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  dir_ = tmpl;
+  std::vector<std::string> argv = {VKUBE_BINARY, "host", "--data-dir", dir_ + "/data", "--listen",
+                                   "127.0.0.1:0"};
+  for (const auto& [name, content] : host.files) write_file(dir_ + "/" + name, content);
+  for (std::string arg : host.args) {
+    if (size_t at = arg.find("{dir}"); at != std::string::npos) arg.replace(at, 5, dir_);
+    argv.push_back(std::move(arg));
+  }
+  start(std::move(argv));
+}
+
+void Cluster::start(std::vector<std::string> argv) {
+  fs::create_directories(dir_ + "/kube-cache");
+  Spawn s;
+  s.argv = std::move(argv);
   s.out_path = dir_ + "/server.out";
   s.err_path = dir_ + "/server.log";
   server_ = std::make_unique<Process>(s);
@@ -70,7 +89,7 @@ Cluster::Cluster(const std::string& token_auth_csv) {
       seconds(30));
   if (!up || !server_->running()) {
     const int code = server_->stop(SIGKILL, seconds(5));
-    std::string why = "vkube serve did not come up within 30 s (exit code " + std::to_string(code) +
+    std::string why = "vkube did not come up within 30 s (exit code " + std::to_string(code) +
                       ")\n" + server_->out() + server_log();
     fs::remove_all(dir_);
     throw std::runtime_error(why);
@@ -82,7 +101,7 @@ Cluster::Cluster(const std::string& token_auth_csv) {
   if (!fs::exists(kubeconfig_)) {
     server_->stop(SIGKILL, seconds(5));
     fs::remove_all(dir_);
-    throw std::runtime_error("vkube serve wrote no " + kubeconfig_);
+    throw std::runtime_error("vkube wrote no " + kubeconfig_);
   }
 }
 

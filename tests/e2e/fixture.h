@@ -30,6 +30,14 @@ class Cluster {
   // `token_auth_csv`, when not empty, is written to DIR/tokens.csv and served
   // with --token-auth-file (token,user,uid,"group1,group2" lines).
   explicit Cluster(const std::string& token_auth_csv = "");
+  // `vkube host` (API, GPU scheduler, simulated nodes) with these extra
+  // flags; `files` (name, content) are written to the directory first, and
+  // "{dir}" in an argument names it.
+  struct Host {
+    std::vector<std::string> args;
+    std::vector<std::pair<std::string, std::string>> files;
+  };
+  explicit Cluster(const Host& host);
   ~Cluster();
   Cluster(const Cluster&) = delete;
   Cluster& operator=(const Cluster&) = delete;
@@ -68,6 +76,7 @@ class Cluster {
 
  private:
   Spawn spawn(const std::vector<std::string>& argv);
+  void start(std::vector<std::string> argv);
 
   std::string dir_;
   std::string kubeconfig_;

@@ -4,6 +4,7 @@
 // and a storage backend.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -49,6 +50,15 @@ class ApiServer {
   virtual void set_ready(bool ready) = 0;
   // Ends open watches and background loops (before the backend closes).
   virtual void shutdown() = 0;
+
+  // Adds a source of metrics: /metrics answers the server's own metrics
+  // followed by the text each source returns, in the order they were added.
+  // `render` is called on every scrape, on a request thread, possibly on
+  // several at once; it must return Prometheus text exposition format 0.0.4
+  // (a newline is added when its text does not end in one) and not throw.
+  // The server keeps the function for its lifetime, so whatever it captures
+  // must outlive the server or stop being used before it goes. Thread-safe.
+  virtual void add_metrics_source(std::function<std::string()> render) = 0;
 
   // Creates the bootstrap RBAC policy objects that are missing (kube's
   // rbac/bootstrap-roles post-start hook): cluster-admin (bound to group

@@ -26,7 +26,7 @@ inline constexpr std::string_view kSimulatedLabel = "vkube.io/simulated";
 struct GpuModel {
   std::string product;  // "NVIDIA-A100-SXM4-80GB"
   int64_t memory_mib = 0;
-  std::string family;   // "ampere"
+  std::string family;  // "ampere"
   bool mig_capable = false;
 };
 // A model by its product name or a short alias ("A100-80GB", "H100", "T4",
@@ -51,11 +51,11 @@ struct NodeSpec {
   // GPU is not in MIG mode. E.g. {{}, ..., {"3g.40gb","2g.20gb","1g.10gb","1g.10gb"}}.
   std::vector<std::vector<std::string>> mig;
   Sharing sharing = Sharing::kFraction;
-  int replicas = 1;  // kTimeSlicing
+  int replicas = 1;      // kTimeSlicing
   std::string pod_cidr;  // "10.244.3.0/24"; pods get addresses from it
   std::string internal_ip;
   std::map<std::string, std::string> labels;  // extra labels
-  json taints = json::array();                 // core/v1 taints
+  json taints = json::array();                // core/v1 taints
 };
 
 // The Node object for `spec`: capacity = allocatable (cpu, memory, pods,
@@ -73,7 +73,8 @@ std::vector<NodeSpec> default_pool();
 // Flags: `count` nodes named <prefix>-0..N-1 of one shape. `mig_layout` is
 // a list of profiles ("3g.40gb,2g.20gb,1g.10gb,1g.10gb") applied to the
 // last `mig_gpus` GPUs. kInvalid on bad values (unknown model or profile, a
-// layout larger than the GPU).
+// layout larger than the GPU: more compute or memory slices than it has, or
+// a profile more often than it allows; see mig_profiles).
 struct PoolFlags {
   int count = 4;
   std::string prefix = "gpu-node";
@@ -88,7 +89,7 @@ struct PoolFlags {
 };
 Result<std::vector<NodeSpec>> pool_from_flags(const PoolFlags& flags);
 
-// A YAML file:
+// A YAML file (fields left out default as PoolFlags' do; pods: 110):
 //   nodes:
 //   - name: a100            # a prefix when count > 1
 //     count: 2
@@ -100,17 +101,24 @@ Result<std::vector<NodeSpec>> pool_from_flags(const PoolFlags& flags);
 //     mig: {gpus: [6, 7], layout: [3g.40gb, 2g.20gb, 1g.10gb, 1g.10gb]}
 //     sharing: fraction     # exclusive | fraction | time-slicing
 //     replicas: 4           # time-slicing
+//     pods: 110             # max pods
 //     labels: {zone: a}
 //     taints: [{key: k, value: v, effect: NoSchedule}]
-// kInvalid naming the node entry for a bad field.
+// kInvalid naming the node entry ("nodes[1] (h100): memory: ...") for a bad
+// or unknown field, a MIG layout the GPU cannot hold, or a repeated name.
 Result<std::vector<NodeSpec>> pool_from_yaml(std::string_view yaml_text);
 
 // The trace's node list (openb_node_list_gpu_node.csv:
-// sn,cpu_milli,memory_mib,gpu,model). `limit` > 0 keeps the first nodes.
+// sn,cpu_milli,memory_mib,gpu,model), shareable (Sharing::kFraction).
+// `limit` > 0 keeps the first nodes. kUnavailable when the file cannot be
+// read; kInvalid naming the line for a malformed one or an unknown model.
 Result<std::vector<NodeSpec>> pool_from_trace(const std::string& csv_path, size_t limit = 0);
 
-// Gives each spec its pod CIDR and internal IP (10.244.<i>.0/24 style, wide
-// enough for 65,536 nodes) where they are empty.
+// Gives each spec its pod CIDR and internal IP where they are empty, skipping
+// those other specs hold. Pod CIDRs are /24s: 10.244.0.0/24 to
+// 10.255.255.0/24 first, then the rest of 10.0.0.0/8 outside the default
+// service range 10.96.0.0/12, then 100.64.0.0/10 (77,824 nodes in all).
+// Internal IPs count up from 172.16.0.1, skipping .0 and .255.
 void assign_addresses(std::vector<NodeSpec>& specs);
 
 // The MIG profiles a model offers, e.g. {"1g.10gb": 7, "2g.20gb": 3, ...}

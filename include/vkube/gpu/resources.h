@@ -77,11 +77,15 @@ struct Gpu {
 
 struct NodeGpus {
   std::vector<Gpu> gpus;
+  // The node offers shares of its GPUs (vkube.io/gpu-milli).
+  bool shareable = false;
   // {"gpus":[{"index":0,"model":"...","memoryMiB":81920,"mig":["1g.10gb",...]}]}
   json to_json() const;
   // From the node's kDevicesAnnotation when present, else from its allocatable
   // (nvidia.com/gpu devices with the GFD product and memory labels, and one
-  // pseudo GPU per MIG resource holding that many slices).
+  // pseudo GPU per MIG resource holding that many slices). Under time-slicing
+  // (label nvidia.com/gpu.replicas > 1) each replica is a device of its own.
+  // shareable: allocatable vkube.io/gpu-milli > 0.
   static NodeGpus of_node(const json& node);
   int whole_count() const;  // GPUs not in MIG mode
 };
@@ -169,9 +173,16 @@ double fragmentation(const DeviceState& state, int64_t free_cpu_milli,
 // (then `*reason`, if given, says why, in kube-scheduler's words: "Insufficient
 // nvidia.com/gpu"). kBinpack takes the fullest GPUs that fit, kSpread the
 // emptiest, kFragmentation the one that least increases fragmentation()
-// (`free_cpu_after` and `workload` are used by it alone).
+// (`free_cpu_after` and `workload` are used by it alone; it stores the
+// node's fragmentation after the placement in `*fragmentation_after`).
 std::optional<Allocation> choose(const DeviceState& state, const GpuRequest& request, Policy policy,
                                  std::string* reason = nullptr, int64_t free_cpu_after = 0,
-                                 const std::vector<TaskClass>* workload = nullptr);
+                                 const std::vector<TaskClass>* workload = nullptr,
+                                 double* fragmentation_after = nullptr);
+
+// The thousandths of GPU `gpu` (a position in state.gpus().gpus) a shared
+// request needs there: its milli, or its memory over the GPU's memory
+// (rounded up); 0 when the GPU cannot take the share at all.
+int share_milli(const DeviceState& state, size_t gpu, const GpuRequest& request);
 
 }  // namespace vkube::gpu

@@ -5,14 +5,25 @@
 // Ready conditions, container statuses), stops them on deletion after their
 // grace period, and completes them after the duration their annotation asks.
 //
-// Pod annotations the agent honours:
-//   sim.vkube.io/duration: "90s"         Succeeded (exit 0) after running this long
-//                                        (Go duration, or plain seconds)
-//   sim.vkube.io/exit-code: "1"          with a duration: exit with this code (Failed
-//                                        when restartPolicy is Never/OnFailure... see agent.cpp)
+// Pod annotations the agent honours (durations are Go durations or plain
+// seconds; a malformed value is logged and ignored):
+//   sim.vkube.io/duration: "90s"         the containers exit after running this long
+//   sim.vkube.io/exit-code: "1"          ... with this code (default 0)
 //   sim.vkube.io/start-delay: "2s"       stays ContainerCreating this long first
 //   sim.vkube.io/termination-seconds: "5"  takes this long to stop after deletion
-//                                        (default 0; never beyond the grace period)
+//                                        (default 0); still running at the end of
+//                                        the grace period: killed (exit code 137)
+// What an exit means follows the pod's restartPolicy, as on a kubelet:
+// Never: Succeeded (code 0) or Failed; OnFailure: Succeeded on 0, else the
+// container restarts; Always (the default): it restarts whatever the code
+// (restartCount + 1, lastState terminated, running again for the duration).
+// A restart is immediate: there is no CrashLoopBackOff.
+//
+// Leases are renewed every `heartbeat`, or less often when the nodes are too
+// many for max_renewals_per_second (10,000 nodes at 100/s: every 100 s, more
+// than the 40 s leaseDurationSeconds; vkube runs no node lifecycle
+// controller that would act on it). A simulated node someone deletes stays
+// deleted until the next start().
 #pragma once
 
 #include <chrono>
@@ -39,21 +50,29 @@ struct Options {
   // renewals are spread so that at most `max_renewals_per_second` happen.
   std::chrono::milliseconds heartbeat = std::chrono::seconds(10);
   int max_renewals_per_second = 100;
-  // Wall clock (tests inject one).
+  // Wall clock for the times written on objects (tests inject one); waits
+  // are measured on the steady clock.
   std::function<std::chrono::system_clock::time_point()> now;
+  // Threads of the node agent (each pod write is one in-process request).
   int workers = 4;
 };
 
 class Simulator {
  public:
   // Registers the agent's caches and handlers on `informers` (before they
-  // start). `api` outlives the simulator.
-  static std::unique_ptr<Simulator> create(apiserver::ApiServer& api, controllers::Informers& informers,
-                                           Options options);
+  // start). `api` and `informers` outlive the simulator. Nodes without a pod
+  // CIDR or internal IP get them from gpu::assign_addresses. Writes are made
+  // as a member of system:masters with the field manager "kubelet".
+  static std::unique_ptr<Simulator> create(apiserver::ApiServer& api,
+                                           controllers::Informers& informers, Options options);
   virtual ~Simulator() = default;
   // After the informers started: creates or updates the Node objects and
   // their Leases (deleting simulated nodes no longer configured, and their
   // pods), then runs the agent and heartbeats. Returns once every node exists.
+  // An existing node keeps its podCIDR (kube never changes it), its
+  // labels other than nvidia.com/* and its annotations; labels, capacity,
+  // taints and conditions are set from its spec. kInternal naming the first
+  // node that could not be written (the others are still written).
   virtual Status start() = 0;
   // Stops heartbeats and the agent. Idempotent.
   virtual void stop() = 0;

@@ -26,7 +26,8 @@ struct Kind {
   bool has_generation = false;         // metadata.generation tracks spec changes
   bool return_deleted_object = false;  // DELETE answers with the object, not a Status
   // Never stored: a POST answers with the object, its status computed from
-  // the request (the access reviews). Verbs: create only.
+  // the request (the access reviews), or acts on another kind (bindings).
+  // Verbs: create only.
   bool create_only = false;
 };
 

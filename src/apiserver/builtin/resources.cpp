@@ -43,6 +43,10 @@ std::vector<Kind> build() {
        {"spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
         "spec.hostNetwork", "status.phase", "status.podIP", "status.nominatedNodeName"},
        true},
+      // POST only: binds a pod to a node as pods/<name>/binding does
+      // (binding.cpp); kube keeps it for older schedulers.
+      {"", "v1", "Binding", "bindings", true, {}, {}, false, false, false, NameRule::kSubdomain,
+       {}, false, {"create"}, "", true},
       {"", "v1", "Service", "services", true, {"svc"}, all, true, false, false,
        NameRule::kDns1035Label, {}, true},
       {"", "v1", "Endpoints", "endpoints", true, {"ep"}},

@@ -187,6 +187,68 @@ TEST_CASE("service rows format addresses and ports", "[tables]") {
         "None");
 }
 
+TEST_CASE("node rows show readiness, roles, version and the node's system info",
+          "[apiserver][tables]") {
+  json gpu_node = {{"metadata",
+                    {{"name", "gpu-node-1"},
+                     {"creationTimestamp", kOneHourAgo},
+                     {"labels",
+                      {{"node-role.kubernetes.io/worker", ""},
+                       {"node-role.kubernetes.io/gpu", ""},
+                       {"node-role.kubernetes.io/", ""},  // no role name: not a role
+                       {"kubernetes.io/role", "infra"},
+                       {"nvidia.com/gpu.product", "H100"}}}}},
+                   {"spec", json::object()},
+                   {"status",
+                    {{"conditions",
+                      {{{"type", "MemoryPressure"}, {"status", "False"}},
+                       {{"type", "Ready"}, {"status", "True"}}}},
+                     {"addresses",
+                      {{{"type", "Hostname"}, {"address", "gpu-node-1"}},
+                       {{"type", "InternalIP"}, {"address", "10.0.0.11"}},
+                       {{"type", "InternalIP"}, {"address", "10.0.0.12"}}}},
+                     {"nodeInfo",
+                      {{"kubeletVersion", "v1.32.0"},
+                       {"osImage", "Ubuntu 24.04 LTS"},
+                       {"kernelVersion", "6.8.0-1015-nvidia"},
+                       {"containerRuntimeVersion", "containerd://1.7.22"}}}}}};
+  auto r = row("", "nodes", gpu_node);
+  CHECK(r["Name"] == "gpu-node-1");
+  CHECK(r["Status"] == "Ready");
+  CHECK(r["Roles"] == "gpu,infra,worker");
+  CHECK(r["Age"] == "60m");
+  CHECK(r["Version"] == "v1.32.0");
+  CHECK(r["Internal-IP"] == "10.0.0.11");  // the first one
+  CHECK(r["External-IP"] == "<none>");
+  CHECK(r["OS-Image"] == "Ubuntu 24.04 LTS");
+  CHECK(r["Kernel-Version"] == "6.8.0-1015-nvidia");
+  CHECK(r["Container-Runtime"] == "containerd://1.7.22");
+
+  gpu_node["spec"]["unschedulable"] = true;
+  gpu_node["status"]["conditions"][1]["status"] = "Unknown";
+  gpu_node["status"]["addresses"].push_back({{"type", "ExternalIP"}, {"address", "203.0.113.7"}});
+  r = row("", "nodes", gpu_node);
+  CHECK(r["Status"] == "NotReady,SchedulingDisabled");
+  CHECK(r["External-IP"] == "203.0.113.7");
+
+  // A node no kubelet reported on yet.
+  r = row("", "nodes", {{"metadata", meta("bare")}});
+  CHECK(r["Status"] == "Unknown");
+  CHECK(r["Roles"] == "<none>");
+  CHECK(r["Version"] == "");
+  CHECK(r["Internal-IP"] == "<none>");
+  CHECK(r["OS-Image"] == "<unknown>");
+  CHECK(r["Kernel-Version"] == "<unknown>");
+  CHECK(r["Container-Runtime"] == "<unknown>");
+  r = row("", "nodes",
+          {{"metadata", meta("cordoned")},
+           {"spec", {{"unschedulable", true}}},
+           {"status", {{"conditions", {{{"type", "Ready"}, {"status", "False"}}}}}}});
+  CHECK(r["Status"] == "NotReady,SchedulingDisabled");
+  r = row("", "nodes", {{"metadata", meta("cordoned")}, {"spec", {{"unschedulable", true}}}});
+  CHECK(r["Status"] == "Unknown,SchedulingDisabled");
+}
+
 TEST_CASE("endpoints and endpoint slices list a few addresses", "[tables]") {
   json addrs = json::array();
   for (int i = 1; i <= 5; ++i) addrs.push_back({{"ip", "10.0.0." + std::to_string(i)}});

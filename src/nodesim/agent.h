@@ -1,0 +1,90 @@
+// The kubelet part of the simulator: for the pods bound to its nodes it
+// reports them starting, running and ready, completes them after their
+// sim.vkube.io/duration, and on deletion stops them and removes them. Every
+// wait is a delayed work-queue key, so an idle cluster costs no CPU.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "client.h"
+#include "pod_ips.h"
+#include "sim_time.h"
+#include "vkube/controllers/informers.h"
+#include "vkube/controllers/work_queue.h"
+#include "vkube/gpu/node_spec.h"
+
+namespace vkube::nodesim {
+
+class Agent {
+ public:
+  // `nodes` and `pods` outlive the agent; `nodes` may still change (their
+  // pod CIDRs) until start().
+  Agent(Client& client, const controllers::Lister& pods, const std::vector<gpu::NodeSpec>& nodes,
+        std::function<TimePoint()> now);
+  ~Agent();
+
+  // The informers' pod handler: queues pods bound to our nodes. Quick.
+  void on_pod(const controllers::ObjectEvent& e);
+  bool owns(std::string_view node) const { return node_index(node) >= 0; }
+
+  // Takes the addresses running pods hold (after a restart), then starts
+  // `workers` threads.
+  void start(int workers);
+  // Shuts the queue and joins the workers. Idempotent.
+  void stop();
+  // Nothing queued or being handled (waiting timers do not count).
+  bool idle() { return queue_.idle(); }
+
+ private:
+  using Steady = std::chrono::steady_clock;
+
+  // What the agent remembers of a pod between its reconciles (kubelet's
+  // pod workers keep the same in memory).
+  struct Tracked {
+    std::string uid;
+    int node = -1;
+    uint32_t ip = 0;  // an address of the node's range it holds; 0: none
+    std::optional<Steady::time_point> seen, running_since, deleting_since;
+  };
+
+  int node_index(std::string_view name) const;
+  void work();
+  Status reconcile(const std::string& key);
+  // kConflict when the pod changed under a write: reconcile re-reads it.
+  Status handle(const std::string& key, const json& pod);
+  Status start_pod(const std::string& key, const json& pod, Tracked& t);
+  Status run_pod(const std::string& key, const json& pod, Tracked& t);
+  Status stop_pod(const std::string& key, const json& pod, Tracked& t);
+  Status write_status(const json& pod, json status);
+  Status remove(const json& pod);
+
+  Tracked load(const std::string& key);
+  void save(const std::string& key, const Tracked& t);
+  void forget(const std::string& key);  // releases the pod's address
+  void later(const std::string& key, std::chrono::milliseconds delay);
+  TimePoint wall() const { return now_ ? now_() : std::chrono::system_clock::now(); }
+  // The steady time of a wall-clock moment in the past (state a previous
+  // run of the simulator recorded).
+  Steady::time_point steady_of(TimePoint then) const;
+
+  Client& client_;
+  const controllers::Lister& pods_;
+  const std::vector<gpu::NodeSpec>& nodes_;
+  std::function<TimePoint()> now_;
+  std::unordered_map<std::string, int> index_;
+  std::unique_ptr<PodIps> ips_;
+  std::mutex mu_;
+  std::unordered_map<std::string, Tracked> tracked_;
+  controllers::WorkQueue queue_;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace vkube::nodesim

@@ -1,0 +1,272 @@
+// The node simulator over a real API server and controller manager: nodes
+// and their Leases appear and are renewed, pods bound to a simulated node
+// start, complete after their duration, stop on deletion after their
+// termination time, and a restart with fewer nodes removes the others.
+#include <catch2/catch.hpp>
+
+#include "support/control_plane.h"
+#include "vkube/nodesim/simulator.h"
+
+namespace vkube::nodesim {
+namespace {
+
+using json = nlohmann::json;
+using testing::ControlPlane;
+using namespace std::chrono_literals;
+
+const std::string kPods = "/api/v1/namespaces/w/pods";
+const std::string kLeases = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases";
+
+Options small_pool(int nodes, std::chrono::milliseconds heartbeat = 10s, int max_rps = 100) {
+  gpu::PoolFlags f;
+  f.count = nodes;
+  f.prefix = "sim";
+  f.gpus = 2;
+  Options o;
+  o.nodes = *gpu::pool_from_flags(f);
+  o.heartbeat = heartbeat;
+  o.max_renewals_per_second = max_rps;
+  o.workers = 2;
+  return o;
+}
+
+// A control plane (with the garbage collector, which must leave the Leases
+// alone) and a simulator on its informers.
+struct Cluster {
+  std::unique_ptr<Simulator> sim;
+  ControlPlane cp;
+
+  explicit Cluster(Options o)
+      : cp({"garbage-collector"}, {}, {[this, o](controllers::Informers& informers) {
+             sim = Simulator::create(*cp.server.api, informers, o);
+           }}) {
+    REQUIRE(sim->start().is_ok());
+  }
+  ~Cluster() {
+    if (sim) sim->stop();
+  }
+
+  // Stops the simulator and the manager, then starts both again with `o`
+  // over the same store (a restart of `vkube host`).
+  void restart(Options o) {
+    sim->stop();
+    cp.manager->stop();
+    controllers::ManagerOptions mo;
+    mo.controllers = {"garbage-collector"};
+    mo.attach = {[this, o](controllers::Informers& informers) {
+      sim = Simulator::create(*cp.server.api, informers, o);
+    }};
+    auto m = controllers::ControllerManager::start(*cp.server.api, *cp.server.store, mo);
+    REQUIRE(m.is_ok());
+    cp.manager = std::move(m).value();
+    REQUIRE(sim->start().is_ok());
+  }
+
+  json pod(const std::string& name) { return cp.get(kPods + "/" + name); }
+  bool gone(const std::string& name) { return cp.call("GET", kPods + "/" + name).code == 404; }
+};
+
+json pod(const std::string& name, const std::string& node, json annotations = json::object(),
+         const std::string& restart_policy = "Always") {
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata", {{"name", name}, {"annotations", annotations}}},
+          {"spec",
+           {{"nodeName", node},
+            {"restartPolicy", restart_policy},
+            {"containers", json::array({{{"name", "main"}, {"image", "busybox:1.36"}}})}}}};
+}
+
+json condition(const json& pod, const std::string& type) {
+  for (const json& c : pod["status"].value("conditions", json::array()))
+    if (c["type"] == type) return c;
+  return nullptr;
+}
+
+std::string phase(const json& pod) {
+  return pod["status"].value("phase", "");
+}
+
+bool ready(const json& p) {
+  json c = condition(p, "Ready");
+  return c.is_object() && c["status"] == "True";
+}
+
+TEST_CASE("nodesim: nodes register with their Leases, which are renewed", "[nodesim]") {
+  Cluster c(small_pool(3, 200ms));
+  json node = c.cp.get("/api/v1/nodes/sim-1");
+  CHECK(node["metadata"]["labels"]["vkube.io/simulated"] == "true");
+  CHECK(node["metadata"]["labels"]["nvidia.com/gpu.product"] == "NVIDIA-A100-SXM4-80GB");
+  CHECK(node["status"]["allocatable"]["nvidia.com/gpu"] == "2");
+  CHECK(condition(node, "Ready")["status"] == "True");
+  CHECK_FALSE(node["spec"].value("podCIDR", "").empty());
+  CHECK(c.cp.items("/api/v1/nodes").size() == 3);
+
+  json lease = c.cp.get(kLeases + "/sim-1");
+  CHECK(lease["spec"]["holderIdentity"] == "sim-1");
+  CHECK(lease["spec"]["leaseDurationSeconds"] == 40);
+  const std::string first = lease["spec"]["renewTime"];
+  CHECK_THAT(first, Catch::Matches(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z)"));
+  CHECK(lease["metadata"]["ownerReferences"][0]["uid"] == node["metadata"]["uid"]);
+
+  CHECK(ControlPlane::eventually(
+      [&] { return c.cp.get(kLeases + "/sim-1")["spec"]["renewTime"] != first; }, 3s));
+  // The garbage collector sees the owner: the Lease stays.
+  REQUIRE(c.cp.manager->wait_idle(5s));
+  CHECK(c.cp.call("GET", kLeases + "/sim-1").code == 200);
+}
+
+TEST_CASE("nodesim: renewals are spread to the rate limit", "[nodesim]") {
+  // 3 nodes at one renewal a second: a round takes 3 s, sim-0 first.
+  Cluster c(small_pool(3, 100ms, 1));
+  auto renew_time = [&](const std::string& n) {
+    return c.cp.get(kLeases + "/" + n)["spec"]["renewTime"].get<std::string>();
+  };
+  const std::string first0 = renew_time("sim-0"), first2 = renew_time("sim-2");
+  std::this_thread::sleep_for(500ms);
+  CHECK(renew_time("sim-0") == first0);  // a 100 ms heartbeat would have renewed it 4 times
+  REQUIRE(ControlPlane::eventually([&] { return renew_time("sim-0") != first0; }, 5s));
+  CHECK(renew_time("sim-2") == first2);
+}
+
+TEST_CASE("nodesim: a bound pod runs with an address of its node", "[nodesim]") {
+  Cluster c(small_pool(2));
+  json node = c.cp.get("/api/v1/nodes/sim-1");
+  const std::string cidr = node["spec"]["podCIDR"];
+  const std::string prefix = cidr.substr(0, cidr.rfind('.') + 1);  // "10.244.2."
+  c.cp.create(kPods, pod("web", "sim-1"));
+  c.cp.create(kPods, pod("web2", "sim-1"));
+  REQUIRE(ControlPlane::eventually([&] { return ready(c.pod("web")) && ready(c.pod("web2")); }));
+
+  json p = c.pod("web");
+  CHECK(phase(p) == "Running");
+  const std::string ip = p["status"]["podIP"];
+  CHECK(ip.starts_with(prefix));
+  const int last = std::stoi(ip.substr(prefix.size()));
+  CHECK(last >= 2);
+  CHECK(last <= 254);
+  CHECK(p["status"]["podIPs"] == json::array({{{"ip", ip}}}));
+  CHECK(p["status"]["hostIP"] == node["status"]["addresses"][0]["address"]);
+  CHECK(c.pod("web2")["status"]["podIP"] != ip);
+  for (const char* type :
+       {"PodReadyToStartContainers", "Initialized", "ContainersReady", "PodScheduled"})
+    CHECK(condition(p, type)["status"] == "True");
+  const json& cs = p["status"]["containerStatuses"][0];
+  CHECK(cs["name"] == "main");
+  CHECK(cs["ready"] == true);
+  CHECK(cs["started"] == true);
+  CHECK(cs["restartCount"] == 0);
+  CHECK(cs["imageID"] == "sim://busybox:1.36");
+  CHECK(cs["containerID"] == "sim://" + p["metadata"]["uid"].get<std::string>() + "-main");
+  CHECK(cs["state"]["running"].contains("startedAt"));
+  CHECK(p["status"]["qosClass"] == "BestEffort");
+  CHECK(p["status"].contains("startTime"));
+
+  // A pod of another node is left alone.
+  c.cp.create(kPods, pod("elsewhere", "real-node"));
+  REQUIRE(c.sim->wait_idle(5s));
+  CHECK(phase(c.pod("elsewhere")) == "Pending");
+}
+
+TEST_CASE("nodesim: start delay, duration, exit codes and restarts", "[nodesim]") {
+  Cluster c(small_pool(1));
+  c.cp.create(kPods, pod("slow", "sim-0", {{"sim.vkube.io/start-delay", "800ms"}}));
+  c.cp.create(kPods, pod("ok", "sim-0", {{"sim.vkube.io/duration", "300ms"}}, "Never"));
+  c.cp.create(
+      kPods, pod("bad", "sim-0",
+                 {{"sim.vkube.io/duration", "0.3"}, {"sim.vkube.io/exit-code", "3"}}, "OnFailure"));
+  c.cp.create(kPods,
+              pod("fails", "sim-0",
+                  {{"sim.vkube.io/duration", "300ms"}, {"sim.vkube.io/exit-code", "2"}}, "Never"));
+  c.cp.create(kPods, pod("loop", "sim-0", {{"sim.vkube.io/duration", "300ms"}}));
+
+  REQUIRE(ControlPlane::eventually([&] {
+    return c.pod("slow")["status"].value("containerStatuses", json::array()).size() == 1;
+  }));
+  json slow = c.pod("slow");
+  CHECK(phase(slow) == "Pending");
+  CHECK(slow["status"]["containerStatuses"][0]["state"]["waiting"]["reason"] ==
+        "ContainerCreating");
+  CHECK(condition(slow, "Ready")["status"] == "False");
+
+  REQUIRE(ControlPlane::eventually([&] { return phase(c.pod("ok")) == "Succeeded"; }));
+  json ok = c.pod("ok");
+  const json& t = ok["status"]["containerStatuses"][0]["state"]["terminated"];
+  CHECK(t["exitCode"] == 0);
+  CHECK(t["reason"] == "Completed");
+  CHECK(ok["status"]["containerStatuses"][0]["ready"] == false);
+  CHECK(condition(ok, "Ready")["reason"] == "PodCompleted");
+  CHECK(condition(ok, "ContainersReady")["status"] == "False");
+
+  REQUIRE(ControlPlane::eventually([&] { return phase(c.pod("fails")) == "Failed"; }));
+  json fails = c.pod("fails");
+  CHECK(fails["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 2);
+  CHECK(fails["status"]["containerStatuses"][0]["state"]["terminated"]["reason"] == "Error");
+
+  // OnFailure after a failure and Always after any exit: the container restarts.
+  for (const char* name : {"bad", "loop"}) {
+    REQUIRE(ControlPlane::eventually([&] {
+      return c.pod(name)["status"]["containerStatuses"][0].value("restartCount", 0) >= 2;
+    }));
+    json p = c.pod(name);
+    CHECK(phase(p) == "Running");
+    CHECK(p["status"]["containerStatuses"][0]["lastState"].contains("terminated"));
+  }
+  CHECK(c.pod("bad")["status"]["containerStatuses"][0]["lastState"]["terminated"]["exitCode"] == 3);
+
+  REQUIRE(ControlPlane::eventually([&] { return ready(c.pod("slow")); }));
+  CHECK(c.pod("slow")["status"]["containerStatuses"][0]["state"].contains("running"));
+}
+
+TEST_CASE("nodesim: deleted pods stop and disappear", "[nodesim]") {
+  Cluster c(small_pool(1));
+  c.cp.create(kPods, pod("quick", "sim-0"));
+  c.cp.create(kPods, pod("lingers", "sim-0", {{"sim.vkube.io/termination-seconds", "1"}}));
+  c.cp.create(kPods, pod("done", "sim-0", {{"sim.vkube.io/duration", "100ms"}}, "Never"));
+  REQUIRE(
+      ControlPlane::eventually([&] { return ready(c.pod("quick")) && ready(c.pod("lingers")); }));
+  REQUIRE(ControlPlane::eventually([&] { return phase(c.pod("done")) == "Succeeded"; }));
+
+  auto begin = std::chrono::steady_clock::now();
+  CHECK(c.cp.call("DELETE", kPods + "/quick").code == 200);
+  CHECK(c.cp.call("DELETE", kPods + "/lingers").code == 200);
+  CHECK(c.cp.call("DELETE", kPods + "/done").code == 200);  // nothing runs: gone at once
+  CHECK(c.gone("done"));
+  REQUIRE(ControlPlane::eventually([&] { return c.gone("quick"); }, 3s));
+  // Terminating for its termination time, then gone.
+  json lingering = c.pod("lingers");
+  CHECK(lingering["metadata"].contains("deletionTimestamp"));
+  REQUIRE(ControlPlane::eventually([&] { return c.gone("lingers"); }, 5s));
+  CHECK(std::chrono::steady_clock::now() - begin >= 900ms);
+
+  // A pod deleted with a grace period shorter than its termination time is killed.
+  c.cp.create(kPods, pod("stubborn", "sim-0", {{"sim.vkube.io/termination-seconds", "60"}}));
+  REQUIRE(ControlPlane::eventually([&] { return ready(c.pod("stubborn")); }));
+  CHECK(c.cp.call("DELETE", kPods + "/stubborn?gracePeriodSeconds=1").code == 200);
+  REQUIRE(ControlPlane::eventually([&] { return c.gone("stubborn"); }, 4s));
+}
+
+TEST_CASE("nodesim: a restart with fewer nodes removes the others", "[nodesim]") {
+  Cluster c(small_pool(3));
+  c.cp.create(kPods, pod("on-0", "sim-0"));
+  c.cp.create(kPods, pod("on-2", "sim-2"));
+  REQUIRE(ControlPlane::eventually([&] { return ready(c.pod("on-0")) && ready(c.pod("on-2")); }));
+  const std::string ip0 = c.pod("on-0")["status"]["podIP"];
+  const std::string uid0 = c.cp.get("/api/v1/nodes/sim-0")["metadata"]["uid"];
+
+  c.restart(small_pool(2));
+  CHECK(c.cp.call("GET", "/api/v1/nodes/sim-2").code == 404);
+  CHECK(c.cp.call("GET", kLeases + "/sim-2").code == 404);
+  CHECK(c.gone("on-2"));
+  // The nodes that stay are the same objects, and their pods keep running
+  // with their addresses: a new pod gets another one.
+  CHECK(c.cp.get("/api/v1/nodes/sim-0")["metadata"]["uid"] == uid0);
+  CHECK(c.cp.items("/api/v1/nodes").size() == 2);
+  c.cp.create(kPods, pod("new-0", "sim-0"));
+  REQUIRE(ControlPlane::eventually([&] { return ready(c.pod("new-0")); }));
+  CHECK(c.pod("new-0")["status"]["podIP"] != ip0);
+  CHECK(c.pod("on-0")["status"]["podIP"] == ip0);
+}
+
+}  // namespace
+}  // namespace vkube::nodesim
