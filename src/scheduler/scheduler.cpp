@@ -428,10 +428,15 @@ class SchedulerImpl final : public Scheduler {
           freed = assumed_.erase(info.uid) > 0;
           if (freed) freed = forget_pod_locked(info.uid, node);
         }
+        std::string why = r.body.is_object() ? r.body.value("message", "") : std::string();
         if (r.code == 404 || r.code == 409) {
-          queue_.forget(info.key);  // gone, or bound meanwhile: its events tell the rest
+          // Gone, or bound meanwhile: its events tell the rest.
+          VKUBE_LOG(info, "binding refused", {"pod", info.key}, {"node", node}, {"code", r.code},
+                    {"message", why});
+          queue_.forget(info.key);
         } else {
-          VKUBE_LOG(warn, "binding failed", {"pod", info.key}, {"node", node}, {"code", r.code});
+          VKUBE_LOG(warn, "binding failed", {"pod", info.key}, {"node", node}, {"code", r.code},
+                    {"message", why});
           queue_.backoff(info.key, info.priority);
         }
         if (freed) queue_.move_all_to_active();

@@ -124,25 +124,30 @@ class WatchCache final : public Backend {
     return std::unique_ptr<Watch>(std::make_unique<CaughtUpWatch>(std::move(w).value(), *this));
   }
 
-  // Makes the cache hold at least `revision` (its own notifier may not have
-  // run yet when another watcher is told about the same commit).
+  // Makes the cache hold at least `revision`: another watcher may be told
+  // about a commit before the hub has handed it to the cache's own watch, so
+  // wait for it (briefly: the commit is done, only its delivery is pending).
   void catch_up(Revision revision) {
-    {
-      std::shared_lock lock(mu_);
-      if (rev_ >= revision) return;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    for (int attempt = 0;; ++attempt) {
+      {
+        std::shared_lock lock(mu_);
+        if (rev_ >= revision || !failed_.is_ok()) return;
+      }
+      if (std::chrono::steady_clock::now() > deadline) return;
+      apply_pending(attempt == 0 ? std::chrono::milliseconds(0) : std::chrono::milliseconds(1));
     }
-    apply_pending();
   }
   Status compact(Revision revision) override { return inner_.compact(revision); }
   Revision current_revision() const override { return inner_.current_revision(); }
   Revision compacted_revision() const override { return inner_.compacted_revision(); }
 
  private:
-  void apply_pending() {
+  void apply_pending(std::chrono::milliseconds wait = std::chrono::milliseconds(0)) {
     // One applier at a time, so events are applied in revision order.
     std::lock_guard apply(apply_mu_);
     std::vector<EventPtr> events;
-    Status s = watch_->poll(&events, std::chrono::milliseconds(0));
+    Status s = watch_->poll(&events, wait);
     std::unique_lock lock(mu_);
     for (const EventPtr& e : events) {
       if (e->type == EventType::kPut) items_[e->kv.key] = e->kv;

@@ -4,6 +4,8 @@
 // pod goes, and a pod that completes after its simulated duration.
 #include "fixture.h"
 
+#include <map>
+
 namespace vkube::e2e {
 namespace {
 
@@ -76,45 +78,52 @@ TEST_CASE("vkube host: GPU nodes, GPU pods on devices, waiting and completing po
   const std::string t4_product = jsonpath(c, "node/t4", "{.metadata.labels.nvidia\\.com/gpu\\.product}");
   REQUIRE_FALSE(t4_product.empty());
 
-  // Whole, shared (resource and KAI annotation), MIG and model-constrained pods.
+  // Binpack fills the node a pod leaves fullest: the model-constrained pod
+  // first, then whole, shared (resource and KAI annotation) and MIG pods.
+  c.setup(pod_yaml("on-t4", "        nvidia.com/gpu: 1\n",
+                   "  nodeSelector:\n    nvidia.com/gpu.product: " + t4_product + "\n"));
+  wait_ready(c, "on-t4");
+  CHECK(jsonpath(c, "pod/on-t4", "{.spec.nodeName}") == "t4");
   c.setup(pod_yaml("whole", "        nvidia.com/gpu: 2\n"));
   c.setup(pod_yaml("half", "        vkube.io/gpu-milli: 500\n"));
   c.setup(pod_yaml("kai", "", "", "    gpu-fraction: \"0.25\"\n"));
   c.setup(pod_yaml("slice", "        nvidia.com/mig-1g.10gb: 1\n"));
-  c.setup(pod_yaml("on-t4", "        nvidia.com/gpu: 1\n",
-                   "  nodeSelector:\n    nvidia.com/gpu.product: " + t4_product + "\n"));
-  for (const char* pod : {"whole", "half", "kai", "slice", "on-t4"}) wait_ready(c, pod);
-  CHECK(jsonpath(c, "pod/whole", "{.spec.nodeName}") == "a100-0");
-  CHECK(jsonpath(c, "pod/whole", "{.metadata.annotations.gpu\\.vkube\\.io/allocation}") == "0=1000,1=1000");
+  for (const char* pod : {"whole", "half", "kai", "slice"}) wait_ready(c, pod);
+  const std::string alloc = "{.metadata.annotations.gpu\\.vkube\\.io/allocation}";
+  // t4 has one GPU left; the H100 node (3 whole GPUs) ends fuller than an A100 node.
+  CHECK(jsonpath(c, "pod/whole", "{.spec.nodeName}") == "h100-mig");
+  CHECK(jsonpath(c, "pod/whole", alloc) == "0=1000,1=1000");
   // The two shares pack onto one device, next to the whole GPUs.
-  CHECK(jsonpath(c, "pod/half", "{.metadata.annotations.gpu\\.vkube\\.io/allocation}") == "2=500");
-  CHECK(jsonpath(c, "pod/kai", "{.metadata.annotations.gpu\\.vkube\\.io/allocation}") == "2=250");
+  CHECK(jsonpath(c, "pod/half", alloc) == "2=500");
+  CHECK(jsonpath(c, "pod/kai", alloc) == "2=250");
   CHECK(jsonpath(c, "pod/slice", "{.spec.nodeName}") == "h100-mig");
-  CHECK(jsonpath(c, "pod/slice", "{.metadata.annotations.gpu\\.vkube\\.io/allocation}").find("3/") == 0);
-  CHECK(jsonpath(c, "pod/on-t4", "{.spec.nodeName}") == "t4");
+  CHECK(jsonpath(c, "pod/slice", alloc) == "3/2=1g.10gb");
   CHECK_FALSE(jsonpath(c, "pod/whole", "{.status.podIP}").empty());
   CHECK(jsonpath(c, "pod/whole", "{.status.phase}") == "Running");
 
   // describe node: capacity, allocatable and what the pods hold.
-  Result described = c.kubectl({"describe", "node", "a100-0"});
+  Result described = c.kubectl({"describe", "node", "h100-mig"});
   INFO(described);
   REQUIRE_THAT(described, Succeeded());
   CHECK(described.out.find("Capacity:") != std::string::npos);
   CHECK(described.out.find("Allocatable:") != std::string::npos);
   CHECK(described.out.find("Allocated resources:") != std::string::npos);
-  CHECK(described.out.find("vkube.io/gpu-milli") != std::string::npos);
-  bool gpu_line = false;
+  std::map<std::string, std::string> allocated;
   for (const std::string& line : lines(described.out)) {
     std::vector<std::string> cols = columns(line);
-    if (cols.size() >= 3 && cols[0] == "nvidia.com/gpu" && cols[1] == "2" && cols[2] == "2")
-      gpu_line = true;  // "nvidia.com/gpu  2  2" under Allocated resources
+    if (cols.size() == 3 && cols[1] == cols[2]) allocated[cols[0]] = cols[1];
   }
-  CHECK(gpu_line);
+  CHECK(allocated["nvidia.com/gpu"] == "2");
+  CHECK(allocated["vkube.io/gpu-milli"] == "500");
+  CHECK(allocated["nvidia.com/mig-1g.10gb"] == "1");
 
-  // Eight GPUs fit only on the empty a100-1; a second eight fits nowhere.
+  // Eight GPUs fit on each empty A100 node; a third eight fits nowhere.
   c.setup(pod_yaml("eight", "        nvidia.com/gpu: 8\n"));
   wait_ready(c, "eight");
-  CHECK(jsonpath(c, "pod/eight", "{.spec.nodeName}") == "a100-1");
+  c.setup(pod_yaml("eight-b", "        nvidia.com/gpu: 8\n"));
+  wait_ready(c, "eight-b");
+  CHECK(jsonpath(c, "pod/eight", "{.spec.nodeName}") == "a100-0");
+  CHECK(jsonpath(c, "pod/eight-b", "{.spec.nodeName}") == "a100-1");
   c.setup(pod_yaml("waiting", "        nvidia.com/gpu: 8\n"));
   const std::string cond = "{.status.conditions[?(@.type==\"PodScheduled\")].message}";
   REQUIRE(eventually([&] { return !jsonpath(c, "pod/waiting", cond).empty(); }));
@@ -124,7 +133,7 @@ TEST_CASE("vkube host: GPU nodes, GPU pods on devices, waiting and completing po
   CHECK(events.out.find("FailedScheduling") != std::string::npos);
   REQUIRE_THAT(c.kubectl({"delete", "pod", "eight", "--wait=true"}), Succeeded());
   wait_ready(c, "waiting");
-  CHECK(jsonpath(c, "pod/waiting", "{.spec.nodeName}") == "a100-1");
+  CHECK(jsonpath(c, "pod/waiting", "{.spec.nodeName}") == "a100-0");
 
   // A pod with a simulated duration completes.
   c.setup(pod_yaml("batch", "        vkube.io/gpu-milli: 100\n", "  restartPolicy: Never\n",
@@ -137,7 +146,7 @@ TEST_CASE("vkube host: GPU nodes, GPU pods on devices, waiting and completing po
   // GPU use per namespace (per tenant on a shared host) in /metrics.
   Result metrics = c.kubectl({"get", "--raw", "/metrics"});
   REQUIRE_THAT(metrics, Succeeded());
-  CHECK(metrics.out.find("vkube_namespace_gpu_allocated{namespace=\"default\"} 11") != std::string::npos);
+  CHECK(metrics.out.find("vkube_namespace_gpu_allocated{namespace=\"default\"} 19") != std::string::npos);
   CHECK(metrics.out.find("scheduler_pod_scheduling_duration_seconds_bucket") != std::string::npos);
 }
 
