@@ -36,7 +36,12 @@ std::string resource_id(const ResourceKey& r) { return r.group + "/" + r.plural;
 ObjectPtr decode(const storage::KeyValue& kv) {
   json obj = json::parse(kv.value, nullptr, false);
   if (obj.is_discarded() || !obj.is_object()) return nullptr;
-  obj["metadata"]["resourceVersion"] = std::to_string(kv.mod_revision);
+  json& meta = obj["metadata"];
+  meta["resourceVersion"] = std::to_string(kv.mod_revision);
+  // No controller reads managedFields, and they are a third of a typical
+  // object (client-go's informers drop them too). A write of a cached copy
+  // without them keeps the stored ones: absent means "unchanged".
+  if (meta.is_object()) meta.erase("managedFields");
   return std::make_shared<const json>(std::move(obj));
 }
 

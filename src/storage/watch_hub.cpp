@@ -189,13 +189,17 @@ void WatchHub::publish(const std::vector<EventPtr>& events) {
     }
   }
   core_->last = events.back()->kv.mod_revision;
+  // Every watcher holds the events before any notifier runs: a notifier
+  // that reads another watch (the watch cache catching up) finds them there.
+  std::vector<HubWatcher*> touched;
   for (HubWatcher* w : core_->watchers) {
-    bool touched = false;
+    bool any = false;
     for (const EventPtr& e : events) {
-      if (w->matches(*e)) touched |= w->push(e, core_->buffer_limit);
+      if (w->matches(*e)) any |= w->push(e, core_->buffer_limit);
     }
-    if (touched) w->notify();
+    if (any) touched.push_back(w);
   }
+  for (HubWatcher* w : touched) w->notify();
 }
 
 std::unique_ptr<Watch> WatchHub::subscribe(std::string prefix, Revision after,

@@ -18,7 +18,8 @@
 namespace vkube::controllers {
 
 using json = nlohmann::json;
-// An object as stored, with metadata.resourceVersion set. Immutable and shared:
+// An object as stored, with metadata.resourceVersion set and without
+// metadata.managedFields (no controller reads them). Immutable and shared:
 // copy it (json copy = *ptr) before changing it.
 using ObjectPtr = std::shared_ptr<const json>;
 
