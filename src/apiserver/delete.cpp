@@ -73,7 +73,12 @@ Result<Deleted> delete_one(Context& c, const std::string& ns, const std::string&
                            const DeleteOptions& o) {
   const std::string key = Registry::key(c.kind, ns, name);
   const api::Resource& r = c.resource();
-  for (int attempt = 0; attempt < 16; ++attempt) {
+  // A conflict here is a write to the same object still being committed
+  // (the read came from the watch cache): retry until it lands, as kube's
+  // GuaranteedUpdate retries until its deadline, rather than answer 409 to
+  // a request that set no precondition.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (int attempt = 0; attempt < 16 || std::chrono::steady_clock::now() < give_up; ++attempt) {
     auto kv_r = c.server.backend().get(key);
     if (!kv_r.is_ok()) return kv_r.status();
     auto cur_r = decode_stored(*kv_r);

@@ -17,7 +17,12 @@ http::Response guaranteed_update(Context& c, const Transform& transform, const F
   if (Status s = check_dry_run(c); !s.is_ok()) return error_response(s);
   const std::string& name = c.info.name;
   const std::string key = c.key(name);
-  for (int attempt = 0; attempt < 16; ++attempt) {
+  // A conflict here is a write to the same object still being committed
+  // (the read came from the watch cache): retry until it lands, as kube's
+  // GuaranteedUpdate retries until its deadline, rather than answer 409 to
+  // a request that set no precondition.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (int attempt = 0; attempt < 16 || std::chrono::steady_clock::now() < give_up; ++attempt) {
     auto cur_r = read_object(c, name);
     if (!cur_r.is_ok()) return error_response(storage_error(c, cur_r.status(), name));
     const json& cur = *cur_r;

@@ -72,7 +72,7 @@ Result<std::vector<gpu::NodeSpec>> node_specs(const FlagSet& flags, const NodeFl
     p.mig_gpus = static_cast<int>(*f.mig_gpus);
     p.mig_layout = *f.mig_layout;
     p.sharing = *f.sharing;
-    p.replicas = static_cast<int>(*f.replicas);
+    p.replicas = p.sharing == "time-slicing" ? static_cast<int>(*f.replicas) : 1;
     specs = gpu::pool_from_flags(p);
   } else {
     specs = gpu::default_pool();

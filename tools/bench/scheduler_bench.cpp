@@ -43,6 +43,7 @@
 #include "vkube/common/log.h"
 #include "vkube/controllers/manager.h"
 #include "vkube/gpu/node_spec.h"
+#include "vkube/gpu/resources.h"
 #include "vkube/nodesim/simulator.h"
 #include "vkube/scheduler/scheduler.h"
 #include "vkube/storage/rocksdb_backend.h"
@@ -363,7 +364,11 @@ Outcome run_trace(const Flags& f, gpu::Policy policy, const std::vector<TracePod
   };
   Outcome out;
   out.policy = std::string(gpu::policy_name(policy));
+  // The scheduler has seen every node before the first pod arrives.
+  for (int i = 0; i < 3000 && h.sched->gpu_state().nodes < static_cast<int>(nodes.size()); ++i)
+    std::this_thread::sleep_for(10ms);
   const int64_t capacity = h.sched->gpu_state().capacity_milli;
+  std::printf("  %.0f GPUs\n", capacity / 1000.0);
   auto create = [&](const TracePod& p, const std::string& name) {
     auto r = h.call("POST", "/api/v1/namespaces/" + tenant_of(name) + "/pods",
                     pod_object(tenant_of(name), name, p.cpu_milli, p.memory_mib, p.num_gpu, p.gpu_milli, p.products));
@@ -429,7 +434,9 @@ Outcome run_trace(const Flags& f, gpu::Policy policy, const std::vector<TracePod
     if (due > now) std::this_thread::sleep_for(std::chrono::duration<double>(due - now));
     const TracePod& p = pods[e.pod];
     if (e.create) create(p, p.name);
-    else h.call("DELETE", "/api/v1/namespaces/" + tenant_of(p.name) + "/pods/" + p.name);
+    else if (auto r = h.call("DELETE", "/api/v1/namespaces/" + tenant_of(p.name) + "/pods/" + p.name);
+             r.status != 200 && r.status != 202)
+      std::fprintf(stderr, "delete %s: %d %s\n", p.name.c_str(), r.status, r.body.substr(0, 200).c_str());
     if (seconds_since(t0) >= next_print) {
       auto s = h.sched->gpu_state();
       char label[64];
@@ -444,6 +451,17 @@ Outcome run_trace(const Flags& f, gpu::Policy policy, const std::vector<TracePod
   settle();
   auto s = h.sched->gpu_state();
   print_state("end", s);
+  // The scheduler's books against the pods the API holds.
+  int64_t held = 0;
+  int live = 0;
+  json all = json::parse(h.call("GET", "/api/v1/pods").body, nullptr, false);
+  for (const json& p : all.value("items", json::array())) {
+    std::string a = p["metadata"].value("annotations", json::object()).value("gpu.vkube.io/allocation", "");
+    if (auto parsed = gpu::Allocation::parse(a); parsed.is_ok()) held += parsed->milli();
+    ++live;
+  }
+  std::printf("  books: scheduler holds %.1f GPUs, the %d pods the API holds record %.1f\n",
+              s.allocated_milli / 1000.0, live, held / 1000.0);
   out.mean_alloc = sum_alloc / std::max(1, samples);
   out.mean_frag = sum_frag / std::max(1, samples);
   out.alloc_pct = 100.0 * s.allocated_milli / std::max<int64_t>(1, capacity);
