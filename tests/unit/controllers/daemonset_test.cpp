@@ -20,38 +20,6 @@ const std::string kSets = "/apis/apps/v1/namespaces/w/daemonsets";
 const std::string kPods = "/api/v1/namespaces/w/pods";
 const std::string kNodes = "/api/v1/nodes";
 
-// PATCH that must succeed. A 409 (a concurrent write the server's update loop
-// did not absorb) is retried, as kubectl retries it.
-void must_patch(ControlPlane& cp, const std::string& target, const json& body,
-                const std::string& type = "application/strategic-merge-patch+json") {
-  ControlPlane::Answer a;
-  for (int attempt = 0; attempt < 10; ++attempt) {
-    a = cp.call("PATCH", target, body, type);
-    if (a.code != 409) break;
-  }
-  INFO(target << " -> " << a.body.dump());
-  REQUIRE(a.code == 200);
-}
-
-// The kubelet's part, tolerant of pods the controller deletes meanwhile:
-// marks every live pod of "w" that is not Ready as Running and Ready.
-void mark_ready(ControlPlane& cp) {
-  for (const json& p : cp.items(kPods)) {
-    if (p["metadata"].contains("deletionTimestamp")) continue;
-    bool ready = false;
-    for (const json& c : p["status"].value("conditions", json::array()))
-      ready |= c["type"] == "Ready" && c["status"] == "True";
-    if (ready) continue;
-    json status = {{"phase", "Running"},
-                   {"conditions",
-                    {{{"type", "Ready"},
-                      {"status", "True"},
-                      {"lastTransitionTime", "2026-01-01T00:00:00Z"}}}}};
-    cp.call("PATCH", kPods + "/" + p["metadata"]["name"].get<std::string>() + "/status",
-            {{"status", status}}, "application/merge-patch+json");
-  }
-}
-
 json daemon_set(const json& node_selector = nullptr) {
   json ds = {{"apiVersion", "apps/v1"},
              {"kind", "DaemonSet"},
@@ -205,9 +173,9 @@ TEST_CASE("nodeSelector, node affinity and tolerations choose the nodes",
                                 {{{"key", "zone"},
                                   {"operator", "NotIn"},
                                   {"values", {"a"}}}}}}}}}}}}}}}}}}}}};
-  must_patch(cp, kSets + "/agent", patch, "application/merge-patch+json");
+  cp.must_patch(kSets + "/agent", patch, "application/merge-patch+json");
   REQUIRE(ControlPlane::eventually([&] {
-    mark_ready(cp);
+    cp.mark_pods_ready("w");
     return nodes_with_pods(cp) == std::set<std::string>{"ssd-1", "ssd-2", "ssd-tainted"} &&
            ds_status(cp).value("updatedNumberScheduled", 0) == 3;
   }));
@@ -218,13 +186,13 @@ TEST_CASE("a rolling update replaces pods within maxUnavailable", "[controllers]
   for (const char* n : {"n1", "n2", "n3"}) add_node(cp, n);
   cp.create(kSets, daemon_set());
   REQUIRE(ControlPlane::eventually([&] {
-    mark_ready(cp);
+    cp.mark_pods_ready("w");
     return ds_status(cp).value("numberAvailable", 0) == 3;
   }));
   json patch = {
       {"spec",
        {{"template", {{"spec", {{"containers", {{{"name", "agent"}, {"image", "agent:2"}}}}}}}}}}};
-  must_patch(cp, kSets + "/agent", patch, "application/strategic-merge-patch+json");
+  cp.must_patch(kSets + "/agent", patch, "application/strategic-merge-patch+json");
   // Without pods becoming ready only one node is without an available pod.
   REQUIRE(ControlPlane::eventually([&] { return cp.items(kPods).size() == 3 && settle(cp); }));
   REQUIRE(settle(cp));
@@ -234,7 +202,7 @@ TEST_CASE("a rolling update replaces pods within maxUnavailable", "[controllers]
   CHECK(old_pods == 2);
 
   REQUIRE(ControlPlane::eventually([&] {
-    mark_ready(cp);
+    cp.mark_pods_ready("w");
     json s = ds_status(cp);
     return s.value("updatedNumberScheduled", 0) == 3 && s.value("numberAvailable", 0) == 3;
   }));
@@ -253,7 +221,7 @@ TEST_CASE("OnDelete waits for pods to be deleted by hand", "[controllers][daemon
   json patch = {
       {"spec",
        {{"template", {{"spec", {{"containers", {{{"name", "agent"}, {"image", "agent:2"}}}}}}}}}}};
-  must_patch(cp, kSets + "/agent", patch, "application/strategic-merge-patch+json");
+  cp.must_patch(kSets + "/agent", patch, "application/strategic-merge-patch+json");
   REQUIRE(settle(cp));
   json pod = cp.items(kPods)[0];
   CHECK(pod["spec"]["containers"][0]["image"] == "agent:1");

@@ -21,38 +21,6 @@ const std::string kSets = "/apis/apps/v1/namespaces/w/statefulsets";
 const std::string kPods = "/api/v1/namespaces/w/pods";
 const std::string kClaims = "/api/v1/namespaces/w/persistentvolumeclaims";
 
-// PATCH that must succeed. A 409 (a concurrent write the server's update loop
-// did not absorb) is retried, as kubectl retries it.
-void must_patch(ControlPlane& cp, const std::string& target, const json& body,
-                const std::string& type = "application/strategic-merge-patch+json") {
-  ControlPlane::Answer a;
-  for (int attempt = 0; attempt < 10; ++attempt) {
-    a = cp.call("PATCH", target, body, type);
-    if (a.code != 409) break;
-  }
-  INFO(target << " -> " << a.body.dump());
-  REQUIRE(a.code == 200);
-}
-
-// The kubelet's part, tolerant of pods the controller deletes meanwhile:
-// marks every live pod of "w" that is not Ready as Running and Ready.
-void mark_ready(ControlPlane& cp) {
-  for (const json& p : cp.items(kPods)) {
-    if (p["metadata"].contains("deletionTimestamp")) continue;
-    bool ready = false;
-    for (const json& c : p["status"].value("conditions", json::array()))
-      ready |= c["type"] == "Ready" && c["status"] == "True";
-    if (ready) continue;
-    json status = {{"phase", "Running"},
-                   {"conditions",
-                    {{{"type", "Ready"},
-                      {"status", "True"},
-                      {"lastTransitionTime", "2026-01-01T00:00:00Z"}}}}};
-    cp.call("PATCH", kPods + "/" + p["metadata"]["name"].get<std::string>() + "/status",
-            {{"status", status}}, "application/merge-patch+json");
-  }
-}
-
 json stateful_set(int replicas, const std::string& policy = "OrderedReady") {
   return {{"apiVersion", "apps/v1"},
           {"kind", "StatefulSet"},
@@ -93,7 +61,7 @@ bool settle(ControlPlane& cp) {
 // Marks pods ready as they appear until `done` holds.
 bool roll(ControlPlane& cp, const std::function<bool()>& done) {
   return ControlPlane::eventually([&] {
-    mark_ready(cp);
+    cp.mark_pods_ready("w");
     return done();
   });
 }
@@ -188,7 +156,7 @@ TEST_CASE("scaling down removes the highest ordinal first and keeps its claim",
   REQUIRE(roll(cp, [&] { return set_status(cp).value("readyReplicas", 0) == 3; }));
 
   auto scale = [&](int n) {
-    must_patch(cp, kSets + "/web", {{"spec", {{"replicas", n}}}}, "application/merge-patch+json");
+    cp.must_patch(kSets + "/web", {{"spec", {{"replicas", n}}}}, "application/merge-patch+json");
   };
   // Scale down waits while a remaining pod is not ready.
   cp.set_pod_status("w", "web-0", "Running", false);
@@ -219,7 +187,7 @@ TEST_CASE("whenScaled Delete removes the claims of scaled-down pods",
                                                          {"whenDeleted", "Retain"}};
   cp.create(kSets, set);
   REQUIRE(roll(cp, [&] { return set_status(cp).value("readyReplicas", 0) == 2; }));
-  must_patch(cp, kSets + "/web", {{"spec", {{"replicas", 1}}}}, "application/merge-patch+json");
+  cp.must_patch(kSets + "/web", {{"spec", {{"replicas", 1}}}}, "application/merge-patch+json");
   CHECK(ControlPlane::eventually(
       [&] { return cp.call("GET", kClaims + "/data-web-1").code == 404; }));
   CHECK(cp.call("GET", kClaims + "/data-web-0").code == 200);
@@ -251,7 +219,7 @@ TEST_CASE("a rolling update with a partition only updates ordinals at or above i
                  {{"updateStrategy", {{"rollingUpdate", {{"partition", 1}}}}},
                   {"template",
                    {{"spec", {{"containers", {{{"name", "nginx"}, {"image", "nginx:1.28"}}}}}}}}}}};
-  must_patch(cp, kSets + "/web", patch, "application/strategic-merge-patch+json");
+  cp.must_patch(kSets + "/web", patch, "application/strategic-merge-patch+json");
   auto image = [&](int i) {
     return cp.get(kPods + "/web-" + std::to_string(i))["spec"]["containers"][0]["image"];
   };
@@ -270,7 +238,7 @@ TEST_CASE("a rolling update with a partition only updates ordinals at or above i
   CHECK(s["observedGeneration"] == 2);
 
   // Partition 0 finishes the rollout; the update revision becomes current.
-  must_patch(cp, kSets + "/web",
+  cp.must_patch(kSets + "/web",
              {{"spec", {{"updateStrategy", {{"rollingUpdate", {{"partition", 0}}}}}}}},
              "application/merge-patch+json");
   REQUIRE(roll(cp, [&] {
@@ -304,7 +272,7 @@ TEST_CASE("going back to an earlier template reuses its revision", "[controllers
     json patch = {
         {"spec",
          {{"template", {{"spec", {{"containers", {{{"name", "nginx"}, {"image", image}}}}}}}}}}};
-    must_patch(cp, kSets + "/web", patch, "application/strategic-merge-patch+json");
+    cp.must_patch(kSets + "/web", patch, "application/strategic-merge-patch+json");
   };
   set_image("nginx:1.28");
   REQUIRE(roll(cp, [&] {
@@ -333,7 +301,7 @@ TEST_CASE("OnDelete replaces a pod only when it is deleted", "[controllers][stat
   json patch = {{"spec",
                  {{"template",
                    {{"spec", {{"containers", {{{"name", "nginx"}, {"image", "nginx:1.28"}}}}}}}}}}};
-  must_patch(cp, kSets + "/web", patch, "application/strategic-merge-patch+json");
+  cp.must_patch(kSets + "/web", patch, "application/strategic-merge-patch+json");
   REQUIRE(settle(cp));
   CHECK(cp.get(kPods + "/web-1")["spec"]["containers"][0]["image"] == "nginx:1.27");
   REQUIRE(cp.call("DELETE", kPods + "/web-1").code == 200);

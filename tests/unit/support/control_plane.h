@@ -83,9 +83,19 @@ struct ControlPlane {
     return get(target)["items"].get<std::vector<json>>();
   }
 
+  // PATCH that must answer 200 (the server absorbs races with concurrent
+  // writers itself: a 409 here is a server bug, not something to retry).
+  void must_patch(const std::string& target, const json& body,
+                  const std::string& type = "application/strategic-merge-patch+json") {
+    Answer a = call("PATCH", target, body, type);
+    INFO(target << " -> " << a.body.dump());
+    REQUIRE(a.code == 200);
+  }
+
   // The kubelet's part: sets a pod's phase, its Ready condition and an IP.
+  // With `gone_ok`, a pod deleted meanwhile (404) is no failure.
   void set_pod_status(const std::string& ns, const std::string& name, const std::string& phase,
-                      bool ready) {
+                      bool ready, bool gone_ok = false) {
     static int next_ip = 1;
     std::string now = "2026-01-01T00:00:00Z";
     json status = {
@@ -98,9 +108,11 @@ struct ControlPlane {
     Answer a = call("PATCH", "/api/v1/namespaces/" + ns + "/pods/" + name + "/status",
                     {{"status", status}}, "application/merge-patch+json");
     INFO(a.body.dump());
+    if (gone_ok && a.code == 404) return;
     REQUIRE(a.code == 200);
   }
-  // Marks every pod of `ns` that is not yet Running+Ready as such.
+  // Marks every pod of `ns` that is not yet Running+Ready as such (pods the
+  // controllers delete meanwhile are skipped).
   int mark_pods_ready(const std::string& ns) {
     int n = 0;
     for (const json& p : items("/api/v1/namespaces/" + ns + "/pods")) {
@@ -108,7 +120,7 @@ struct ControlPlane {
       for (const json& c : p["status"].value("conditions", json::array()))
         ready |= c.value("type", "") == "Ready" && c.value("status", "") == "True";
       if (ready || p["metadata"].contains("deletionTimestamp")) continue;
-      set_pod_status(ns, p["metadata"]["name"], "Running", true);
+      set_pod_status(ns, p["metadata"]["name"], "Running", true, /*gone_ok=*/true);
       ++n;
     }
     return n;
