@@ -34,8 +34,11 @@ http::Response handle_patch(Context& c) {
       if (!patched.is_ok()) return patched.status();
       json next = cur;
       VKUBE_RETURN_IF_ERROR(apply_scale(*patched, next));
+      // As for the object itself: only a resourceVersion the patch set is a
+      // precondition (else a race with the controller's status write is a 409).
       std::string rv = str_at((*patched)["metadata"], "resourceVersion");
       if (rv != str_at(cur["metadata"], "resourceVersion")) next["metadata"]["resourceVersion"] = rv;
+      else next["metadata"].erase("resourceVersion");
       return next;
     }
     json base = cur;

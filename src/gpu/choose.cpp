@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "fragmentation_internal.h"
 #include "vkube/gpu/resources.h"
 
 namespace vkube::gpu {
@@ -94,11 +95,8 @@ std::optional<Allocation> choose(const DeviceState& st, const GpuRequest& req, P
   if (req.whole > 0 && !take_whole(st, req, a, reason)) return std::nullopt;
   const bool fgd = policy == Policy::kFragmentation && workload != nullptr;
   if (!req.shared()) {
-    if (fgd && fragmentation_after != nullptr) {
-      DeviceState after = st;
-      (void)after.take(a);
-      *fragmentation_after = fragmentation(after, free_cpu_after, *workload);
-    }
+    if (fgd && fragmentation_after != nullptr)
+      *fragmentation_after = gpu::fragmentation_after(st, free_cpu_after, *workload, &a);
     return a;
   }
   if (!st.gpus().shareable) {
@@ -119,11 +117,9 @@ std::optional<Allocation> choose(const DeviceState& st, const GpuRequest& req, P
     if (fgd) {
       if (std::find(tried_free.begin(), tried_free.end(), free) != tried_free.end()) continue;
       tried_free.push_back(free);
-      DeviceState after = st;
       Allocation trial = a;
       trial.shares.push_back({gpus[i].index, need});
-      (void)after.take(trial);
-      double f = fragmentation(after, free_cpu_after, *workload);
+      double f = gpu::fragmentation_after(st, free_cpu_after, *workload, &trial);
       // Ties go to the fuller GPU, as binpack would.
       if (f < best_frag - 1e-9 || (f < best_frag + 1e-9 && best >= 0 && free < st.free_milli(best))) {
         best_frag = f;
