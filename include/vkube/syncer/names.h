@@ -1,0 +1,52 @@
+// Where a tenant's objects live on the host, in one place (STYLE.md §4): a
+// tenant object ns/name becomes <name>-x-<ns>-x-<tenant> in the tenant's host
+// namespace, shortened with a hash when it would pass 63 characters, and
+// carries labels and annotations naming the tenant, the tenant namespace,
+// name and UID, so the syncer can tell its own host objects from others and
+// recognise one left by an earlier tenant object of the same name.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace vkube::syncer {
+
+inline constexpr std::string_view kManagedByLabel = "app.kubernetes.io/managed-by";
+inline constexpr std::string_view kManagedByValue = "vkube";
+inline constexpr std::string_view kTenantLabel = "vkube.io/tenant";
+inline constexpr std::string_view kNamespaceLabel = "vkube.io/tenant-namespace";
+inline constexpr std::string_view kNameAnnotation = "vkube.io/tenant-name";
+inline constexpr std::string_view kUidAnnotation = "vkube.io/tenant-uid";
+
+// A tenant object a host object stands for.
+struct Origin {
+  std::string ns, name, uid;
+};
+
+class NameMapper {
+ public:
+  // `tenant` is the tenant's name (a DNS label).
+  explicit NameMapper(std::string tenant) : tenant_(std::move(tenant)) {}
+
+  const std::string& tenant() const { return tenant_; }
+  // The host name of tenant object ns/name, at most 63 characters (a name
+  // that would be longer keeps a prefix and gains a 16-hex-digit hash of
+  // name, namespace and tenant). Dots in subdomain names are kept.
+  std::string host_name(std::string_view ns, std::string_view name) const;
+  // Sets the ownership labels and annotations on `host` for `tenant_obj`.
+  void mark(nlohmann::json& host, const nlohmann::json& tenant_obj) const;
+  // The tenant object `host` stands for; nullopt when it is not this
+  // tenant's (another tenant's, or not vkube's at all).
+  std::optional<Origin> origin(const nlohmann::json& host) const;
+  // `host` stands for an earlier object of the same name: its recorded UID
+  // is not the tenant object's.
+  bool stale(const nlohmann::json& host, const nlohmann::json& tenant_obj) const;
+
+ private:
+  std::string tenant_;
+};
+
+}  // namespace vkube::syncer
