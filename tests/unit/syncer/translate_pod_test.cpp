@@ -1,0 +1,86 @@
+// Tenant pod in, host pod out: golden files under golden/ (set
+// VKUBE_UPDATE_GOLDEN=1 to rewrite them after a deliberate change, then
+// review the diff).
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "vkube/syncer/translate_pod.h"
+
+using json = nlohmann::json;
+using vkube::syncer::NameMapper;
+using vkube::syncer::PodContext;
+
+namespace {
+
+std::string golden_path(const std::string& name) {
+  return (std::filesystem::path(__FILE__).parent_path() / "golden" / name).string();
+}
+
+json read_json(const std::string& path) {
+  std::ifstream in(path);
+  REQUIRE(in);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return json::parse(ss.str());
+}
+
+void check_golden(const std::string& name, const json& got) {
+  const std::string path = golden_path(name);
+  if (std::getenv("VKUBE_UPDATE_GOLDEN") != nullptr) {
+    std::ofstream(path) << got.dump(2) << "\n";
+  }
+  json want = read_json(path);
+  INFO("got: " << got.dump(2));
+  CHECK(got == want);
+}
+
+PodContext context(const NameMapper& names) {
+  PodContext ctx;
+  ctx.names = &names;
+  ctx.host_namespace = "vkube-team-a";
+  ctx.owner = {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"name", "vkube-anchor"}, {"uid", "anchor-uid"}};
+  ctx.gpu.fractions = vkube::gpu::FractionMode::kMilli;
+  ctx.gpu.scheduler_name = "vkube-scheduler";
+  ctx.gpu.labels = {{"kueue.x-k8s.io/queue-name", "team-a"}};
+  ctx.services = {{"redis", "10.96.0.20", {{"", {{"port", 6379}, {"protocol", "TCP"}}}}},
+                  {"headless", "None", {{"", {{"port", 80}}}}}};
+  ctx.dns_ip = "10.96.0.10";
+  ctx.token_secret = "trainer-token-x-ml-x-team-a";
+  return ctx;
+}
+
+}  // namespace
+
+TEST_CASE("a tenant GPU pod becomes its host pod (golden)", "[syncer]") {
+  NameMapper names("team-a");
+  auto host = vkube::syncer::translate_pod(read_json(golden_path("pod_gpu_app.in.json")), context(names));
+  REQUIRE(host.is_ok());
+  check_golden("pod_gpu_app.out.json", *host);
+}
+
+TEST_CASE("pod translation refuses what the host cannot run and leaves tokens out", "[syncer]") {
+  NameMapper names("team-a");
+  PodContext ctx = context(names);
+  ctx.gpu.mig = vkube::gpu::MigMode::kSmallestFit;
+  ctx.gpu.host_mig_profiles = {"1g.10gb"};
+  json pod = read_json(golden_path("pod_gpu_app.in.json"));
+  pod["metadata"]["annotations"].erase("gpu-fraction");
+  pod["spec"]["containers"][0]["resources"] = {{"limits", {{"nvidia.com/mig-3g.40gb", "1"}}}};
+  auto refused = vkube::syncer::translate_pod(pod, ctx);
+  REQUIRE_FALSE(refused.is_ok());
+  CHECK_THAT(refused.status().message(), Catch::Contains("3g.40gb"));
+
+  // Without a token Secret, no projected token reaches the host at all.
+  ctx = context(names);
+  ctx.token_secret.clear();
+  auto host = vkube::syncer::translate_pod(read_json(golden_path("pod_gpu_app.in.json")), ctx);
+  REQUIRE(host.is_ok());
+  const json& sources = (*host)["spec"]["volumes"][2]["projected"]["sources"];
+  REQUIRE(sources.size() == 2);
+  for (const json& s : sources) CHECK_FALSE(s.contains("serviceAccountToken"));
+  CHECK_FALSE(host->dump().find("\"secret\":{\"items\"") != std::string::npos);
+}
