@@ -1,0 +1,30 @@
+// The objects a tenant pod uses, as the host keeps them: pure functions
+// (JSON in, JSON out), golden-file tested like translate_pod.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "vkube/common/status.h"
+#include "vkube/syncer/names.h"
+
+namespace vkube::syncer {
+
+struct ObjectContext {
+  const NameMapper* names = nullptr;
+  std::string host_namespace;
+  nlohmann::json owner = nullptr;  // ownerReference to the tenant's anchor object
+};
+
+// ConfigMap or Secret: data, binaryData, stringData, type and immutable kept
+// under the host name, with the ownership marks. A service-account-token
+// Secret becomes Opaque (the host's token controller would otherwise claim it).
+Result<nlohmann::json> translate_config(const nlohmann::json& tenant_obj, const ObjectContext& ctx);
+
+// Service: ports, type, sessionAffinity and publishNotReadyAddresses kept;
+// the cluster IP is the host's to assign (a headless Service stays
+// headless); the selector also requires the tenant namespace label, so it
+// picks only this tenant namespace's pods among all those in the host
+// namespace.
+Result<nlohmann::json> translate_service(const nlohmann::json& tenant_svc, const ObjectContext& ctx);
+
+}  // namespace vkube::syncer

@@ -1,0 +1,70 @@
+// ConfigMaps, Secrets and Services for the host (see translate_objects.h).
+#include "vkube/syncer/translate_objects.h"
+
+namespace vkube::syncer {
+
+namespace {
+
+using json = nlohmann::json;
+
+// The host object's metadata: host name and namespace, the tenant's labels
+// and annotations, the ownership marks and the anchor as owner.
+Result<json> host_shell(const json& tenant_obj, const ObjectContext& ctx) {
+  if (ctx.names == nullptr) return Status::invalid("translate: no NameMapper");
+  const json tmeta = tenant_obj.value("metadata", json::object());
+  json host = {{"apiVersion", tenant_obj.value("apiVersion", "v1")},
+               {"kind", tenant_obj.value("kind", "")}};
+  json meta = {{"name", ctx.names->host_name(tmeta.value("namespace", ""), tmeta.value("name", ""))},
+               {"namespace", ctx.host_namespace}};
+  if (auto l = tmeta.find("labels"); l != tmeta.end() && l->is_object()) meta["labels"] = *l;
+  if (auto a = tmeta.find("annotations"); a != tmeta.end() && a->is_object()) {
+    meta["annotations"] = *a;
+    // kubectl's record of the tenant's apply is no business of the host's.
+    meta["annotations"].erase("kubectl.kubernetes.io/last-applied-configuration");
+  }
+  if (ctx.owner.is_object()) meta["ownerReferences"] = json::array({ctx.owner});
+  host["metadata"] = std::move(meta);
+  ctx.names->mark(host, tenant_obj);
+  return host;
+}
+
+}  // namespace
+
+Result<json> translate_config(const json& tenant_obj, const ObjectContext& ctx) {
+  auto host = host_shell(tenant_obj, ctx);
+  if (!host.is_ok()) return host.status();
+  for (const char* field : {"data", "binaryData", "stringData", "immutable", "type"})
+    if (auto it = tenant_obj.find(field); it != tenant_obj.end()) (*host)[field] = *it;
+  if (host->value("type", "") == "kubernetes.io/service-account-token") {
+    (*host)["type"] = "Opaque";
+    (*host)["metadata"]["annotations"].erase("kubernetes.io/service-account.name");
+    (*host)["metadata"]["annotations"].erase("kubernetes.io/service-account.uid");
+  }
+  return host;
+}
+
+Result<json> translate_service(const json& tenant_svc, const ObjectContext& ctx) {
+  auto host = host_shell(tenant_svc, ctx);
+  if (!host.is_ok()) return host.status();
+  const json tspec = tenant_svc.value("spec", json::object());
+  json spec = json::object();
+  for (const char* field : {"ports", "type", "sessionAffinity", "sessionAffinityConfig",
+                            "publishNotReadyAddresses", "ipFamilyPolicy", "ipFamilies",
+                            "internalTrafficPolicy", "externalTrafficPolicy"})
+    if (auto it = tspec.find(field); it != tspec.end()) spec[field] = *it;
+  if (tspec.value("clusterIP", "") == "None") spec["clusterIP"] = "None";
+  if (auto sel = tspec.find("selector"); sel != tspec.end() && sel->is_object() && !sel->empty()) {
+    spec["selector"] = *sel;
+    spec["selector"][std::string(kNamespaceLabel)] =
+        tenant_svc.value("metadata", json::object()).value("namespace", "");
+    spec["selector"][std::string(kTenantLabel)] = ctx.names->tenant();
+  }
+  // Node ports are the host's to hand out, as cluster IPs are.
+  if (auto ports = spec.find("ports"); ports != spec.end() && ports->is_array())
+    for (json& p : *ports)
+      if (p.is_object()) p.erase("nodePort");
+  (*host)["spec"] = std::move(spec);
+  return host;
+}
+
+}  // namespace vkube::syncer
