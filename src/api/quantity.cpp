@@ -13,10 +13,22 @@ std::optional<long double> suffix_factor(std::string_view s) {
     std::string_view suffix;
     long double factor;
   } kSuffixes[] = {
-      {"", 1},      {"n", 1e-9},  {"u", 1e-6},   {"m", 1e-3},           {"k", 1e3},
-      {"M", 1e6},   {"G", 1e9},   {"T", 1e12},   {"P", 1e15},           {"E", 1e18},
-      {"Ki", 1024.0L}, {"Mi", 1048576.0L}, {"Gi", 1073741824.0L}, {"Ti", 1099511627776.0L},
-      {"Pi", 1125899906842624.0L}, {"Ei", 1152921504606846976.0L},
+      {"", 1},
+      {"n", 1e-9},
+      {"u", 1e-6},
+      {"m", 1e-3},
+      {"k", 1e3},
+      {"M", 1e6},
+      {"G", 1e9},
+      {"T", 1e12},
+      {"P", 1e15},
+      {"E", 1e18},
+      {"Ki", 1024.0L},
+      {"Mi", 1048576.0L},
+      {"Gi", 1073741824.0L},
+      {"Ti", 1099511627776.0L},
+      {"Pi", 1125899906842624.0L},
+      {"Ei", 1152921504606846976.0L},
   };
   for (const auto& e : kSuffixes)
     if (e.suffix == s) return e.factor;
@@ -72,7 +84,8 @@ std::optional<int64_t> quantity_milli(std::string_view text) {
 }
 
 std::optional<int64_t> quantity_milli(const nlohmann::json& value) {
-  if (value.is_string()) return quantity_milli(std::string_view(value.get_ref<const std::string&>()));
+  if (value.is_string())
+    return quantity_milli(std::string_view(value.get_ref<const std::string&>()));
   if (value.is_number_integer()) return value.get<int64_t>() * 1000;
   if (value.is_number()) return static_cast<int64_t>(std::ceil(value.get<double>() * 1000 - 1e-9));
   return std::nullopt;
@@ -81,8 +94,10 @@ std::optional<int64_t> quantity_milli(const nlohmann::json& value) {
 std::optional<int64_t> quantity_value(const nlohmann::json& value) {
   if (value.is_number_integer()) return value.get<int64_t>();
   std::optional<long double> v;
-  if (value.is_string()) v = parse(value.get_ref<const std::string&>());
-  else if (value.is_number()) v = value.get<double>();
+  if (value.is_string())
+    v = parse(value.get_ref<const std::string&>());
+  else if (value.is_number())
+    v = value.get<double>();
   if (!v || std::fabs(*v) > 9e18L) return std::nullopt;
   return static_cast<int64_t>(std::ceil(*v - 1e-9L));
 }

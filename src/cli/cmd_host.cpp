@@ -37,7 +37,8 @@ Result<int64_t> memory_mib(const std::string& text) {
   char* end = nullptr;
   long long v = std::strtoll(text.c_str(), &end, 10);
   std::string unit = end ? end : "";
-  if (end == text.c_str() || v <= 0) return Status::invalid("--node-memory: bad value '" + text + "'");
+  if (end == text.c_str() || v <= 0)
+    return Status::invalid("--node-memory: bad value '" + text + "'");
   if (unit.empty() || unit == "Mi") return v;
   if (unit == "Gi") return v * 1024;
   if (unit == "Ti") return v * 1024 * 1024;
@@ -45,9 +46,11 @@ Result<int64_t> memory_mib(const std::string& text) {
 }
 
 Result<std::vector<gpu::NodeSpec>> node_specs(const FlagSet& flags, const NodeFlags& f) {
-  int sources = (flags.was_set("nodes") ? 1 : 0) + (f.config->empty() ? 0 : 1) + (f.trace->empty() ? 0 : 1);
+  int sources =
+      (flags.was_set("nodes") ? 1 : 0) + (f.config->empty() ? 0 : 1) + (f.trace->empty() ? 0 : 1);
   if (sources > 1)
-    return Status::invalid("give nodes by flags (--nodes ...), --node-config or --nodes-from-trace, not several");
+    return Status::invalid(
+        "give nodes by flags (--nodes ...), --node-config or --nodes-from-trace, not several");
   Result<std::vector<gpu::NodeSpec>> specs = Status::ok();
   if (!f.config->empty()) {
     std::FILE* in = std::fopen(f.config->c_str(), "rb");
@@ -58,7 +61,8 @@ Result<std::vector<gpu::NodeSpec>> node_specs(const FlagSet& flags, const NodeFl
     std::fclose(in);
     specs = gpu::pool_from_yaml(text);
   } else if (!f.trace->empty()) {
-    specs = gpu::pool_from_trace(*f.trace, static_cast<size_t>(std::max<int64_t>(0, *f.trace_limit)));
+    specs =
+        gpu::pool_from_trace(*f.trace, static_cast<size_t>(std::max<int64_t>(0, *f.trace_limit)));
   } else if (flags.was_set("nodes")) {
     gpu::PoolFlags p;
     p.count = static_cast<int>(*f.count);
@@ -85,32 +89,46 @@ Result<std::vector<gpu::NodeSpec>> node_specs(const FlagSet& flags, const NodeFl
 }  // namespace
 
 int run_host(const Args& args) {
-  FlagSet flags("host",
-                "Run the host cluster on this machine: a Kubernetes API (as `vkube serve`), a\n"
-                "GPU-aware scheduler, and simulated GPU nodes (they run no containers and say so).\n"
-                "With no node flags: 4 nodes of 8 GPUs each, one of them with MIG slices.");
+  FlagSet flags(
+      "host",
+      "Run the host cluster on this machine: a Kubernetes API (as `vkube serve`), a\n"
+      "GPU-aware scheduler, and simulated GPU nodes (they run no containers and say so).\n"
+      "With no node flags: 4 nodes of 8 GPUs each, one of them with MIG slices.");
   auto log_flags = add_log_flags(flags);
-  std::string& data_dir = flags.add_string("data-dir", "", "state directory (store, certificates, kubeconfig)");
-  std::string& listen = flags.add_string("listen", "127.0.0.1:6443", "HOST:PORT to serve on (port 0: any free port)");
-  std::string& sans = flags.add_string("tls-san", "", "extra serving certificate names, comma-separated");
-  std::string& name = flags.add_string("name", "vkube-host", "cluster name (kubeconfig cluster and context)");
-  std::string& token_file = flags.add_string("token-auth-file", "", "static bearer tokens (as kube-apiserver)");
+  std::string& data_dir =
+      flags.add_string("data-dir", "", "state directory (store, certificates, kubeconfig)");
+  std::string& listen =
+      flags.add_string("listen", "127.0.0.1:6443", "HOST:PORT to serve on (port 0: any free port)");
+  std::string& sans =
+      flags.add_string("tls-san", "", "extra serving certificate names, comma-separated");
+  std::string& name =
+      flags.add_string("name", "vkube-host", "cluster name (kubeconfig cluster and context)");
+  std::string& token_file =
+      flags.add_string("token-auth-file", "", "static bearer tokens (as kube-apiserver)");
   std::string& policy_name = flags.add_string(
       "policy", "binpack", "GPU placement: binpack, spread or fragmentation (FGD, ATC '23)");
-  std::string& scheduler_names = flags.add_string(
-      "scheduler-name", "default-scheduler,vkube-scheduler", "pods naming one of these are scheduled");
-  bool& durable = flags.add_bool("durable", true, "sync every write to disk (false: faster, for benchmarks)");
-  int64_t& heartbeat = flags.add_int("heartbeat-seconds", 10, "how often each node renews its Lease");
+  std::string& scheduler_names =
+      flags.add_string("scheduler-name", "default-scheduler,vkube-scheduler",
+                       "pods naming one of these are scheduled");
+  bool& durable =
+      flags.add_bool("durable", true, "sync every write to disk (false: faster, for benchmarks)");
+  int64_t& heartbeat =
+      flags.add_int("heartbeat-seconds", 10, "how often each node renews its Lease");
   NodeFlags nf{
       &flags.add_int("nodes", 4, "simulated nodes of one shape (with the --node-*/--gpu-* flags)"),
       &flags.add_string("node-prefix", "gpu-node", "node names: PREFIX-0 .. PREFIX-N-1"),
       &flags.add_int("node-cpus", 64, "CPU cores per node"),
       &flags.add_string("node-memory", "512Gi", "memory per node (Mi, Gi or Ti)"),
       &flags.add_int("gpus-per-node", 8, "GPUs per node"),
-      &flags.add_string("gpu-model", "A100-80GB", "GPU model (A100-80GB, A100-40GB, H100, H200, A30, L4, L40S, T4, V100, ...)"),
-      &flags.add_int("mig-gpus", 0, "how many of each node's GPUs are MIG-partitioned (the last ones)"),
-      &flags.add_string("mig-layout", "", "MIG profiles of a partitioned GPU, e.g. 3g.40gb,2g.20gb,1g.10gb,1g.10gb"),
-      &flags.add_string("gpu-sharing", "fraction", "exclusive, fraction (vkube.io/gpu-milli) or time-slicing"),
+      &flags.add_string(
+          "gpu-model", "A100-80GB",
+          "GPU model (A100-80GB, A100-40GB, H100, H200, A30, L4, L40S, T4, V100, ...)"),
+      &flags.add_int("mig-gpus", 0,
+                     "how many of each node's GPUs are MIG-partitioned (the last ones)"),
+      &flags.add_string("mig-layout", "",
+                        "MIG profiles of a partitioned GPU, e.g. 3g.40gb,2g.20gb,1g.10gb,1g.10gb"),
+      &flags.add_string("gpu-sharing", "fraction",
+                        "exclusive, fraction (vkube.io/gpu-milli) or time-slicing"),
       &flags.add_int("gpu-replicas", 4, "time-slicing replicas per GPU"),
       &flags.add_string("node-config", "", "YAML file of node shapes (see docs)"),
       &flags.add_string("nodes-from-trace", "", "a node list CSV of the Alibaba GPU trace v2023"),
@@ -143,14 +161,13 @@ int run_host(const Args& args) {
   no.nodes = std::move(specs).value();
   no.heartbeat = std::chrono::seconds(heartbeat);
   const size_t node_count = no.nodes.size();
-  o.components.push_back(
-      {"scheduler",
-       [&](apiserver::ApiServer& api, controllers::Informers& inf) {
-         sched = scheduler::Scheduler::create(api, inf, so);
-         scheduler::Scheduler* s = sched.get();
-         api.add_metrics_source([s] { return s->metrics(); });
-       },
-       [&] { return sched->start(); }, [&] { sched->stop(); }});
+  o.components.push_back({"scheduler",
+                          [&](apiserver::ApiServer& api, controllers::Informers& inf) {
+                            sched = scheduler::Scheduler::create(api, inf, so);
+                            scheduler::Scheduler* s = sched.get();
+                            api.add_metrics_source([s] { return s->metrics(); });
+                          },
+                          [&] { return sched->start(); }, [&] { sched->stop(); }});
   o.components.push_back({"simulated-nodes",
                           [&](apiserver::ApiServer& api, controllers::Informers& inf) {
                             sim = nodesim::Simulator::create(api, inf, std::move(no));
@@ -158,13 +175,17 @@ int run_host(const Args& args) {
                           [&] { return sim->start(); }, [&] { sim->stop(); }});
   auto tenant = Tenant::start(o);
   if (!tenant.is_ok()) return fail(tenant.status().message());
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  VKUBE_LOG(info, "host serving", {"url", (*tenant)->url()}, {"kubeconfig", (*tenant)->kubeconfig_path()},
-            {"nodes", node_count}, {"policy", gpu::policy_name(*policy)}, {"startup_ms", ms});
-  std::printf("vkube is serving %s\n  host mode: %zu simulated GPU nodes, placement policy %s\n"
-              "  export KUBECONFIG=%s\n  kubectl get nodes -L nvidia.com/gpu.product,nvidia.com/gpu.count\n",
-              (*tenant)->url().c_str(), node_count, std::string(gpu::policy_name(*policy)).c_str(),
-              (*tenant)->kubeconfig_path().c_str());
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  VKUBE_LOG(info, "host serving", {"url", (*tenant)->url()},
+            {"kubeconfig", (*tenant)->kubeconfig_path()}, {"nodes", node_count},
+            {"policy", gpu::policy_name(*policy)}, {"startup_ms", ms});
+  std::printf(
+      "vkube is serving %s\n  host mode: %zu simulated GPU nodes, placement policy %s\n"
+      "  export KUBECONFIG=%s\n  kubectl get nodes -L "
+      "nvidia.com/gpu.product,nvidia.com/gpu.count\n",
+      (*tenant)->url().c_str(), node_count, std::string(gpu::policy_name(*policy)).c_str(),
+      (*tenant)->kubeconfig_path().c_str());
   std::fflush(stdout);
   wait_for_signal();
   (*tenant)->stop(std::chrono::seconds(5));

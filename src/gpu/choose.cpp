@@ -17,9 +17,12 @@ Result<Policy> parse_policy(std::string_view name) {
 
 std::string_view policy_name(Policy p) {
   switch (p) {
-    case Policy::kBinpack: return "binpack";
-    case Policy::kSpread: return "spread";
-    case Policy::kFragmentation: return "fragmentation";
+    case Policy::kBinpack:
+      return "binpack";
+    case Policy::kSpread:
+      return "spread";
+    case Policy::kFragmentation:
+      return "fragmentation";
   }
   return "binpack";
 }
@@ -121,7 +124,8 @@ std::optional<Allocation> choose(const DeviceState& st, const GpuRequest& req, P
       trial.shares.push_back({gpus[i].index, need});
       double f = gpu::fragmentation_after(st, free_cpu_after, *workload, &trial);
       // Ties go to the fuller GPU, as binpack would.
-      if (f < best_frag - 1e-9 || (f < best_frag + 1e-9 && best >= 0 && free < st.free_milli(best))) {
+      if (f < best_frag - 1e-9 ||
+          (f < best_frag + 1e-9 && best >= 0 && free < st.free_milli(best))) {
         best_frag = f;
         best = static_cast<int>(i);
         best_need = need;
@@ -129,7 +133,7 @@ std::optional<Allocation> choose(const DeviceState& st, const GpuRequest& req, P
       continue;
     }
     bool better = best < 0 || (policy == Policy::kSpread ? free > st.free_milli(best)
-                                                          : free < st.free_milli(best));
+                                                         : free < st.free_milli(best));
     if (better) {
       best = static_cast<int>(i);
       best_need = need;

@@ -138,14 +138,15 @@ Result<Allocation> Allocation::parse(std::string_view text) {
   size_t start = 0;
   while (start <= text.size() && !text.empty()) {
     size_t comma = text.find(',', start);
-    std::string_view entry = text.substr(start, comma == std::string_view::npos ? text.npos : comma - start);
+    std::string_view entry =
+        text.substr(start, comma == std::string_view::npos ? text.npos : comma - start);
     size_t eq = entry.find('=');
     if (eq == std::string_view::npos) return bad();
     std::string_view left = entry.substr(0, eq), right = entry.substr(eq + 1);
     if (size_t slash = left.find('/'); slash != std::string_view::npos) {
       Slice s;
-      if (!parse_int(left.substr(0, slash), &s.gpu) || !parse_int(left.substr(slash + 1), &s.slice) ||
-          right.empty())
+      if (!parse_int(left.substr(0, slash), &s.gpu) ||
+          !parse_int(left.substr(slash + 1), &s.slice) || right.empty())
         return bad();
       s.profile = std::string(right);
       a.slices.push_back(std::move(s));
@@ -215,11 +216,14 @@ void DeviceState::release(const Allocation& a) {
   for (const auto& s : a.shares)
     if (int p = position(s.gpu); p >= 0) used_[p] = std::max(0, used_[p] - s.milli);
   for (const auto& s : a.slices)
-    if (int p = position(s.gpu); p >= 0 && s.slice >= 0 && static_cast<size_t>(s.slice) < taken_[p].size())
+    if (int p = position(s.gpu);
+        p >= 0 && s.slice >= 0 && static_cast<size_t>(s.slice) < taken_[p].size())
       taken_[p][s.slice] = false;
 }
 
-int64_t DeviceState::capacity_milli() const { return 1000LL * gpus_.whole_count(); }
+int64_t DeviceState::capacity_milli() const {
+  return 1000LL * gpus_.whole_count();
+}
 
 int64_t DeviceState::allocated_milli() const {
   int64_t sum = 0;

@@ -43,8 +43,10 @@ double fragmentation_after(const DeviceState& st, int64_t free_cpu_milli,
         if (s.gpu == gpus[i].index) f -= s.milli;
     free[i] = gpus[i].mig.empty() && f > 0 ? f : 0;
     total_free += free[i];
-    if (free[i] == 1000) ++fully_free;
-    else partial_free += free[i];
+    if (free[i] == 1000)
+      ++fully_free;
+    else
+      partial_free += free[i];
   }
   if (total_free == 0) return 0;
   const bool shareable = st.gpus().shareable;
@@ -68,8 +70,10 @@ double fragmentation_after(const DeviceState& st, int64_t free_cpu_milli,
     for (size_t i = 0; i < gpus.size(); ++i) {
       if (free[i] <= 0) continue;
       int need = shareable ? need_on(gpus[i], c.gpu) : 0;
-      if (need > 0 && need <= free[i]) fits_somewhere = true;
-      else stranded += free[i];
+      if (need > 0 && need <= free[i])
+        fits_somewhere = true;
+      else
+        stranded += free[i];
     }
     out += c.weight * static_cast<double>(fits_somewhere ? stranded : total_free);
   }

@@ -23,7 +23,8 @@ std::map<std::string, int64_t> container_amounts(const json& container) {
     if (p == res->end() || !p->is_object()) continue;
     for (auto it = p->begin(); it != p->end(); ++it) {
       const std::string& name = it.key();
-      if (name != kGpuResource && name != kGpuMilliResource && !name.starts_with(kMigResourcePrefix))
+      if (name != kGpuResource && name != kGpuMilliResource &&
+          !name.starts_with(kMigResourcePrefix))
         continue;
       if (auto v = api::quantity_milli(it.value())) out[name] = *v;
     }

@@ -146,9 +146,9 @@ Status translate_for_host(json& pod, const HostGpuPolicy& policy) {
     annotations.erase(std::string(kGpuMemoryAnnotation));
     annotations.erase(std::string(kFractionContainer));
     const int64_t mem = policy.gpu_memory_mib > 0 ? policy.gpu_memory_mib : 1;
-    int milli = request->milli > 0
-                    ? request->milli
-                    : static_cast<int>(std::min<int64_t>(1000, (request->memory_mib * 1000 + mem - 1) / mem));
+    int milli = request->milli > 0 ? request->milli
+                                   : static_cast<int>(std::min<int64_t>(
+                                         1000, (request->memory_mib * 1000 + mem - 1) / mem));
     switch (policy.fractions) {
       case FractionMode::kMilli:
         set_resource(c, kGpuMilliResource, std::to_string(milli));
@@ -180,8 +180,10 @@ Status translate_for_host(json& pod, const HostGpuPolicy& policy) {
       for (json& c : *cs) VKUBE_RETURN_IF_ERROR(translate_mig(c, policy));
     }
   }
-  if (annotations.empty()) meta.erase("annotations");
-  else meta["annotations"] = std::move(annotations);
+  if (annotations.empty())
+    meta.erase("annotations");
+  else
+    meta["annotations"] = std::move(annotations);
   if (!policy.scheduler_name.empty()) pod["spec"]["schedulerName"] = policy.scheduler_name;
   for (const auto& [k, v] : policy.labels) meta["labels"][k] = v;
   return Status::ok();

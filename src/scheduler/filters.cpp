@@ -29,7 +29,8 @@ const json* child(const json* j, const char* key) {
 
 bool matches(const Requirement& r, const std::string* value) {
   auto in = [&] {
-    return value != nullptr && std::find(r.values.begin(), r.values.end(), *value) != r.values.end();
+    return value != nullptr &&
+           std::find(r.values.begin(), r.values.end(), *value) != r.values.end();
   };
   if (r.op == "In") return in();
   if (r.op == "NotIn") return !in();
@@ -82,7 +83,8 @@ Constraints constraints_of(const json& pod) {
     c.node_name = n->get<std::string>();
   if (const json* s = child(spec, "nodeSelector"); s != nullptr && s->is_object())
     for (auto it = s->begin(); it != s->end(); ++it)
-      if (it.value().is_string()) c.node_selector.emplace_back(it.key(), it.value().get<std::string>());
+      if (it.value().is_string())
+        c.node_selector.emplace_back(it.key(), it.value().get<std::string>());
   const json* terms = child(child(child(child(spec, "affinity"), "nodeAffinity"),
                                   "requiredDuringSchedulingIgnoredDuringExecution"),
                             "nodeSelectorTerms");

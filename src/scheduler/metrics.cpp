@@ -44,7 +44,8 @@ void LatencyHistogram::render(std::string& out, const std::string& name,
   std::lock_guard lock(mu_);
   header(out, name.c_str(), "histogram", help.c_str());
   for (size_t i = 0; i < kBuckets.size(); ++i)
-    out += name + "_bucket{le=\"" + number(kBuckets[i]) + "\"} " + std::to_string(counts_[i]) + "\n";
+    out +=
+        name + "_bucket{le=\"" + number(kBuckets[i]) + "\"} " + std::to_string(counts_[i]) + "\n";
   out += name + "_bucket{le=\"+Inf\"} " + std::to_string(count_) + "\n";
   out += name + "_sum " + number(sum_) + "\n" + name + "_count " + std::to_string(count_) + "\n";
 }
@@ -100,9 +101,11 @@ std::string render_metrics(const MetricsSnapshot& s, const LatencyHistogram& lat
   header(out, "scheduler_pending_pods", "gauge", "Pods waiting to be scheduled, by queue.");
   out += "scheduler_pending_pods{queue=\"active\"} " + std::to_string(s.active) + "\n";
   out += "scheduler_pending_pods{queue=\"backoff\"} " + std::to_string(s.backoff) + "\n";
-  out += "scheduler_pending_pods{queue=\"unschedulable\"} " + std::to_string(s.unschedulable) + "\n";
+  out +=
+      "scheduler_pending_pods{queue=\"unschedulable\"} " + std::to_string(s.unschedulable) + "\n";
   header(out, "scheduler_schedule_attempts_total", "counter", "Scheduling attempts by result.");
-  out += "scheduler_schedule_attempts_total{result=\"scheduled\"} " + std::to_string(s.scheduled) + "\n";
+  out += "scheduler_schedule_attempts_total{result=\"scheduled\"} " + std::to_string(s.scheduled) +
+         "\n";
   out += "scheduler_schedule_attempts_total{result=\"unschedulable\"} " +
          std::to_string(s.unschedulable_attempts) + "\n";
   out += "scheduler_schedule_attempts_total{result=\"error\"} " + std::to_string(s.errors) + "\n";

@@ -19,7 +19,7 @@ class LatencyHistogram {
 
  private:
   static constexpr std::array<double, 14> kBuckets = {0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1,
-                                                      0.2,   0.5,   1,     2,    5,    10,  30};
+                                                      0.2,   0.5,   1,     2,    5,    10,   30};
   mutable std::mutex mu_;
   std::array<uint64_t, kBuckets.size()> counts_{};
   uint64_t count_ = 0;

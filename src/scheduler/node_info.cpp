@@ -19,11 +19,16 @@ const json* find(const json& j, std::initializer_list<const char*> path) {
 
 void add_amount(Resources& r, const std::string& name, int64_t milli, bool max_instead) {
   auto apply = [&](int64_t& slot, int64_t v) { slot = max_instead ? std::max(slot, v) : slot + v; };
-  if (name == "cpu") apply(r.cpu_milli, milli);
-  else if (name == "memory") apply(r.memory, (milli + 999) / 1000);
-  else if (name == "ephemeral-storage") apply(r.ephemeral, (milli + 999) / 1000);
-  else if (name == "pods") apply(r.pods, (milli + 999) / 1000);
-  else if (!is_gpu_resource(name) && name.find('/') != std::string::npos) apply(r.scalar[name], milli);
+  if (name == "cpu")
+    apply(r.cpu_milli, milli);
+  else if (name == "memory")
+    apply(r.memory, (milli + 999) / 1000);
+  else if (name == "ephemeral-storage")
+    apply(r.ephemeral, (milli + 999) / 1000);
+  else if (name == "pods")
+    apply(r.pods, (milli + 999) / 1000);
+  else if (!is_gpu_resource(name) && name.find('/') != std::string::npos)
+    apply(r.scalar[name], milli);
 }
 
 // A container's requests, limits standing in for absent requests.
@@ -81,7 +86,8 @@ Result<PodInfo> pod_info(const json& pod) {
   auto g = gpu::request_of(pod);
   if (!g.is_ok()) return g.status();
   p.gpu = std::move(g).value();
-  if (const json* a = find(pod, {"metadata", "annotations", std::string(gpu::kAllocationAnnotation).c_str()});
+  if (const json* a =
+          find(pod, {"metadata", "annotations", std::string(gpu::kAllocationAnnotation).c_str()});
       a != nullptr && a->is_string()) {
     auto parsed = gpu::Allocation::parse(a->get<std::string>());
     if (parsed.is_ok()) p.allocation = std::move(parsed).value();
@@ -89,7 +95,9 @@ Result<PodInfo> pod_info(const json& pod) {
   return p;
 }
 
-NodeInfo::NodeInfo(const json& node) { parse(node); }
+NodeInfo::NodeInfo(const json& node) {
+  parse(node);
+}
 
 void NodeInfo::parse(const json& node) {
   name_ = node["metadata"].value("name", "");
@@ -101,7 +109,8 @@ void NodeInfo::parse(const json& node) {
   if (const json* t = find(node, {"spec", "taints"}); t != nullptr && t->is_array())
     for (const json& taint : *t)
       if (taint.is_object())
-        taints_.push_back({taint.value("key", ""), taint.value("value", ""), taint.value("effect", "")});
+        taints_.push_back(
+            {taint.value("key", ""), taint.value("value", ""), taint.value("effect", "")});
   const json* u = find(node, {"spec", "unschedulable"});
   unschedulable_ = u != nullptr && u->is_boolean() && u->get<bool>();
   allocatable_ = Resources{};

@@ -126,7 +126,8 @@ class SchedulerImpl final : public Scheduler {
       s.fragmented_milli += fragmentation_of(*n, classes);
     }
     s.pending = static_cast<int>(queue_.active() + queue_.waiting_unschedulable() +
-                                 queue_.waiting_backoff()) + in_flight_.load();
+                                 queue_.waiting_backoff()) +
+                in_flight_.load();
     s.scheduled = scheduled_.load();
     return s;
   }
@@ -139,7 +140,8 @@ class SchedulerImpl final : public Scheduler {
       snap.nodes.reserve(nodes_.size());
       for (const auto& [name, n] : nodes_) {
         const gpu::DeviceState& d = n->devices();
-        NodeGpuRow row{name, "", d.gpus().whole_count(), d.capacity_milli(), d.allocated_milli(), {}};
+        NodeGpuRow row{name, "", d.gpus().whole_count(), d.capacity_milli(), d.allocated_milli(),
+                       {}};
         for (size_t i = 0; i < d.gpus().gpus.size(); ++i) {
           const gpu::Gpu& g = d.gpus().gpus[i];
           if (row.model.empty()) row.model = g.model;
@@ -284,7 +286,8 @@ class SchedulerImpl final : public Scheduler {
             *find(*e.old, {"metadata", "labels"}) == *find(*e.object, {"metadata", "labels"}) &&
             find(*e.old, {"status", "allocatable"}) != nullptr &&
             find(*e.object, {"status", "allocatable"}) != nullptr &&
-            *find(*e.old, {"status", "allocatable"}) == *find(*e.object, {"status", "allocatable"}) &&
+            *find(*e.old, {"status", "allocatable"}) ==
+                *find(*e.object, {"status", "allocatable"}) &&
             str(*e.old, {"metadata", "annotations", "gpu.vkube.io/devices"}) ==
                 str(*e.object, {"metadata", "annotations", "gpu.vkube.io/devices"}))
           return;  // a status heartbeat: nothing the scheduler reads changed
@@ -297,8 +300,8 @@ class SchedulerImpl final : public Scheduler {
   double fragmentation_of(const NodeInfo& n, const std::vector<gpu::TaskClass>& classes) const {
     double f = 0;
     if (n.fragmentation_cached(workload_.epoch(), &f)) return f;
-    f = gpu::fragmentation(n.devices(),
-                           n.allocatable().cpu_milli - n.requested().cpu_milli, classes);
+    f = gpu::fragmentation(n.devices(), n.allocatable().cpu_milli - n.requested().cpu_milli,
+                           classes);
     n.cache_fragmentation(workload_.epoch(), f);
     return f;
   }
@@ -316,12 +319,15 @@ class SchedulerImpl final : public Scheduler {
 
   double pack_score(const NodeInfo& n, const PodInfo& p, const gpu::Allocation& a) const {
     const gpu::DeviceState& d = n.devices();
-    double gpu_frac = d.capacity_milli() > 0
-                          ? static_cast<double>(d.allocated_milli() + a.milli()) / d.capacity_milli()
-                          : 0;
+    double gpu_frac =
+        d.capacity_milli() > 0
+            ? static_cast<double>(d.allocated_milli() + a.milli()) / d.capacity_milli()
+            : 0;
     const Resources& al = n.allocatable();
     const Resources& rq = n.requested();
-    double cpu = al.cpu_milli > 0 ? static_cast<double>(rq.cpu_milli + p.requests.cpu_milli) / al.cpu_milli : 0;
+    double cpu = al.cpu_milli > 0
+                     ? static_cast<double>(rq.cpu_milli + p.requests.cpu_milli) / al.cpu_milli
+                     : 0;
     double mem = al.memory > 0 ? static_cast<double>(rq.memory + p.requests.memory) / al.memory : 0;
     return 4 * gpu_frac + cpu + mem;
   }
@@ -360,7 +366,8 @@ class SchedulerImpl final : public Scheduler {
           for (auto& w : why) ++reasons[w];
           continue;
         }
-        int64_t free_cpu = n->allocatable().cpu_milli - n->requested().cpu_milli - info.requests.cpu_milli;
+        int64_t free_cpu =
+            n->allocatable().cpu_milli - n->requested().cpu_milli - info.requests.cpu_milli;
         std::string reason;
         double frag_after = 0;
         auto a = gpu::choose(n->devices(), info.gpu, options_.policy, &reason, free_cpu,
@@ -372,8 +379,12 @@ class SchedulerImpl final : public Scheduler {
         double pack = pack_score(*n, info, *a);
         double score = 0, tie = 0;
         switch (options_.policy) {
-          case gpu::Policy::kBinpack: score = pack; break;
-          case gpu::Policy::kSpread: score = -pack; break;
+          case gpu::Policy::kBinpack:
+            score = pack;
+            break;
+          case gpu::Policy::kSpread:
+            score = -pack;
+            break;
           case gpu::Policy::kFragmentation:
             // The smallest growth of fragmentation; among equals, pack.
             score = -(frag_after - fragmentation_of(*n, classes));
@@ -389,8 +400,10 @@ class SchedulerImpl final : public Scheduler {
       }
       if (!chosen.empty()) {
         info.allocation = chosen_alloc;
-        if (!nodes_[chosen]->add_pod(info).is_ok()) chosen.clear();
-        else assumed_.insert(uid);
+        if (!nodes_[chosen]->add_pod(info).is_ok())
+          chosen.clear();
+        else
+          assumed_.insert(uid);
       }
     }
     if (chosen.empty()) {
@@ -412,7 +425,8 @@ class SchedulerImpl final : public Scheduler {
       if (!info.allocation.empty())
         binding["metadata"]["annotations"] = {
             {std::string(gpu::kAllocationAnnotation), info.allocation.format()}};
-      auto r = client_.call("POST", "/api/v1/namespaces/" + ns + "/pods/" + name + "/binding", binding);
+      auto r =
+          client_.call("POST", "/api/v1/namespaces/" + ns + "/pods/" + name + "/binding", binding);
       if (r.ok()) {
         auto waited = std::chrono::steady_clock::now() - queue_.first_seen(info.key);
         latency_.observe(std::chrono::duration<double>(waited).count());
@@ -454,9 +468,11 @@ class SchedulerImpl final : public Scheduler {
   // (once per distinct message), and it waits for the cluster to change.
   void unschedulable(ObjectPtr pod, int32_t priority, const std::string& message) {
     unschedulable_attempts_++;
-    const std::string key = str(*pod, {"metadata", "namespace"}) + "/" + str(*pod, {"metadata", "name"});
+    const std::string key =
+        str(*pod, {"metadata", "namespace"}) + "/" + str(*pod, {"metadata", "name"});
     queue_.unschedulable(key, priority);
-    if (const json* conds = find(*pod, {"status", "conditions"}); conds != nullptr && conds->is_array())
+    if (const json* conds = find(*pod, {"status", "conditions"});
+        conds != nullptr && conds->is_array())
       for (const json& cond : *conds)
         if (cond.value("type", "") == "PodScheduled" && cond.value("status", "") == "False" &&
             cond.value("message", "") == message)
@@ -464,17 +480,17 @@ class SchedulerImpl final : public Scheduler {
     events_.record(*pod, scheduler_name(*pod), "Warning", "FailedScheduling", message);
     in_flight_++;
     pool_.submit([this, pod, message, key] {
-      json patch = {{"status",
-                     {{"conditions",
-                       json::array({{{"type", "PodScheduled"},
-                                     {"status", "False"},
-                                     {"reason", "Unschedulable"},
-                                     {"message", message},
-                                     {"lastProbeTime", nullptr},
-                                     {"lastTransitionTime", format_time(options_.now())}}})}}}};
+      json patch = {
+          {"status",
+           {{"conditions", json::array({{{"type", "PodScheduled"},
+                                         {"status", "False"},
+                                         {"reason", "Unschedulable"},
+                                         {"message", message},
+                                         {"lastProbeTime", nullptr},
+                                         {"lastTransitionTime", format_time(options_.now())}}})}}}};
       auto r = client_.call("PATCH",
-                            "/api/v1/namespaces/" + str(*pod, {"metadata", "namespace"}) + "/pods/" +
-                                str(*pod, {"metadata", "name"}) + "/status",
+                            "/api/v1/namespaces/" + str(*pod, {"metadata", "namespace"}) +
+                                "/pods/" + str(*pod, {"metadata", "name"}) + "/status",
                             patch, "application/strategic-merge-patch+json");
       if (!r.ok() && r.code != 404)
         VKUBE_LOG(warn, "cannot record unschedulable pod", {"pod", key}, {"code", r.code});

@@ -46,8 +46,8 @@ std::string NameMapper::host_name(std::string_view ns, std::string_view name) co
   char hash[17];
   // The hash is of the triple itself: "a-x-b" in "c" and "a" in "b-x-c" differ.
   std::snprintf(hash, sizeof hash, "%016llx",
-                static_cast<unsigned long long>(fnv1a64(std::string(name) + "/" + std::string(ns) +
-                                                        "/" + tenant_)));
+                static_cast<unsigned long long>(
+                    fnv1a64(std::string(name) + "/" + std::string(ns) + "/" + tenant_)));
   std::string prefix = full.substr(0, kMaxName - 1 - 16);
   while (!prefix.empty() && (prefix.back() == '-' || prefix.back() == '.')) prefix.pop_back();
   return prefix + "-" + hash;

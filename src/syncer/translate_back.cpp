@@ -23,8 +23,8 @@ bool shown_label(const std::string& key) {
 json tenant_pod_status(const json& host_pod) {
   const json status = host_pod.value("status", json::object());
   json out = json::object();
-  for (const char* field : {"phase", "reason", "message", "conditions", "hostIP", "hostIPs", "podIP",
-                            "podIPs", "startTime", "qosClass", "initContainerStatuses",
+  for (const char* field : {"phase", "reason", "message", "conditions", "hostIP", "hostIPs",
+                            "podIP", "podIPs", "startTime", "qosClass", "initContainerStatuses",
                             "containerStatuses", "ephemeralContainerStatuses", "resize"})
     if (auto it = status.find(field); it != status.end()) out[field] = *it;
   return out;
@@ -45,8 +45,8 @@ json virtual_node(const json& host_node) {
       node["metadata"]["annotations"][std::string(gpu::kDevicesAnnotation)] = *d;
   const json status = host_node.value("status", json::object());
   json out = json::object();
-  for (const char* field : {"capacity", "allocatable", "conditions", "addresses", "nodeInfo",
-                            "daemonEndpoints"})
+  for (const char* field :
+       {"capacity", "allocatable", "conditions", "addresses", "nodeInfo", "daemonEndpoints"})
     if (auto it = status.find(field); it != status.end()) out[field] = *it;
   node["status"] = std::move(out);
   return node;

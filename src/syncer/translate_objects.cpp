@@ -14,8 +14,9 @@ Result<json> host_shell(const json& tenant_obj, const ObjectContext& ctx) {
   const json tmeta = tenant_obj.value("metadata", json::object());
   json host = {{"apiVersion", tenant_obj.value("apiVersion", "v1")},
                {"kind", tenant_obj.value("kind", "")}};
-  json meta = {{"name", ctx.names->host_name(tmeta.value("namespace", ""), tmeta.value("name", ""))},
-               {"namespace", ctx.host_namespace}};
+  json meta = {
+      {"name", ctx.names->host_name(tmeta.value("namespace", ""), tmeta.value("name", ""))},
+      {"namespace", ctx.host_namespace}};
   if (auto l = tmeta.find("labels"); l != tmeta.end() && l->is_object()) meta["labels"] = *l;
   if (auto a = tmeta.find("annotations"); a != tmeta.end() && a->is_object()) {
     meta["annotations"] = *a;
@@ -48,9 +49,9 @@ Result<json> translate_service(const json& tenant_svc, const ObjectContext& ctx)
   if (!host.is_ok()) return host.status();
   const json tspec = tenant_svc.value("spec", json::object());
   json spec = json::object();
-  for (const char* field : {"ports", "type", "sessionAffinity", "sessionAffinityConfig",
-                            "publishNotReadyAddresses", "ipFamilyPolicy", "ipFamilies",
-                            "internalTrafficPolicy", "externalTrafficPolicy"})
+  for (const char* field :
+       {"ports", "type", "sessionAffinity", "sessionAffinityConfig", "publishNotReadyAddresses",
+        "ipFamilyPolicy", "ipFamilies", "internalTrafficPolicy", "externalTrafficPolicy"})
     if (auto it = tspec.find(field); it != tspec.end()) spec[field] = *it;
   if (tspec.value("clusterIP", "") == "None") spec["clusterIP"] = "None";
   if (auto sel = tspec.find("selector"); sel != tspec.end() && sel->is_object() && !sel->empty()) {

@@ -57,13 +57,15 @@ void rename_volume(json& v, const PodContext& ctx, const std::string& ns) {
   for (json src : *sources) {
     if (auto c = src.find("configMap"); c != src.end() && c->is_object()) rename(*c, "name", m, ns);
     if (auto s = src.find("secret"); s != src.end() && s->is_object()) rename(*s, "name", m, ns);
-    if (auto d = src.find("downwardAPI"); d != src.end() && d->is_object()) rewrite_downward_items(*d);
+    if (auto d = src.find("downwardAPI"); d != src.end() && d->is_object())
+      rewrite_downward_items(*d);
     if (auto t = src.find("serviceAccountToken"); t != src.end() && t->is_object()) {
       // The host would mint a token of a host account: the tenant's token
       // comes from the Secret the syncer keeps instead, or not at all.
       if (ctx.token_secret.empty()) continue;
       std::string path = str(*t, "path").empty() ? "token" : str(*t, "path");
-      src = {{"secret", {{"name", ctx.token_secret}, {"items", {{{"key", "token"}, {"path", path}}}}}}};
+      src = {{"secret",
+              {{"name", ctx.token_secret}, {"items", {{{"key", "token"}, {"path", path}}}}}}};
     }
     kept.push_back(std::move(src));
   }
@@ -76,19 +78,23 @@ void rename_container(json& c, const NameMapper& m, const std::string& ns) {
       auto from = e.find("valueFrom");
       if (from == e.end() || !from->is_object()) continue;
       rewrite_field_ref(*from);
-      if (auto r = from->find("configMapKeyRef"); r != from->end() && r->is_object()) rename(*r, "name", m, ns);
-      if (auto r = from->find("secretKeyRef"); r != from->end() && r->is_object()) rename(*r, "name", m, ns);
+      if (auto r = from->find("configMapKeyRef"); r != from->end() && r->is_object())
+        rename(*r, "name", m, ns);
+      if (auto r = from->find("secretKeyRef"); r != from->end() && r->is_object())
+        rename(*r, "name", m, ns);
     }
   if (auto env = c.find("envFrom"); env != c.end() && env->is_array())
     for (json& e : *env) {
-      if (auto r = e.find("configMapRef"); r != e.end() && r->is_object()) rename(*r, "name", m, ns);
+      if (auto r = e.find("configMapRef"); r != e.end() && r->is_object())
+        rename(*r, "name", m, ns);
       if (auto r = e.find("secretRef"); r != e.end() && r->is_object()) rename(*r, "name", m, ns);
     }
 }
 
 std::string env_name(const std::string& service) {
   std::string out;
-  for (char ch : service) out += ch == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  for (char ch : service)
+    out += ch == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
   return out;
 }
 
@@ -137,7 +143,8 @@ Result<json> translate_pod(const json& tenant_pod, const PodContext& ctx) {
   json host = {{"apiVersion", "v1"}, {"kind", "Pod"}};
   json meta = {{"name", ctx.names->host_name(ns, name)}, {"namespace", ctx.host_namespace}};
   if (auto l = tmeta.find("labels"); l != tmeta.end() && l->is_object()) meta["labels"] = *l;
-  if (auto a = tmeta.find("annotations"); a != tmeta.end() && a->is_object()) meta["annotations"] = *a;
+  if (auto a = tmeta.find("annotations"); a != tmeta.end() && a->is_object())
+    meta["annotations"] = *a;
   if (ctx.owner.is_object()) meta["ownerReferences"] = json::array({ctx.owner});
   host["metadata"] = std::move(meta);
   ctx.names->mark(host, tenant_pod);
@@ -171,9 +178,10 @@ Result<json> translate_pod(const json& tenant_pod, const PodContext& ctx) {
     spec["dnsPolicy"] = "None";
     json config = spec.value("dnsConfig", json::object());
     config["nameservers"] = json::array({ctx.dns_ip});
-    config["searches"] = json::array({ns + ".svc." + ctx.cluster_domain, "svc." + ctx.cluster_domain,
-                                      ctx.cluster_domain});
-    if (!config.contains("options")) config["options"] = json::array({{{"name", "ndots"}, {"value", "5"}}});
+    config["searches"] = json::array(
+        {ns + ".svc." + ctx.cluster_domain, "svc." + ctx.cluster_domain, ctx.cluster_domain});
+    if (!config.contains("options"))
+      config["options"] = json::array({{{"name", "ndots"}, {"value", "5"}}});
     spec["dnsConfig"] = std::move(config);
   }
   host["spec"] = std::move(spec);

@@ -31,8 +31,7 @@ constexpr const char* kNodes = R"(nodes:
 std::string pod_yaml(const std::string& name, const std::string& resources,
                      const std::string& extra_spec = "", const std::string& annotations = "") {
   return "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " + name + "\n" +
-         (annotations.empty() ? "" : "  annotations:\n" + annotations) +
-         "spec:\n" + extra_spec +
+         (annotations.empty() ? "" : "  annotations:\n" + annotations) + "spec:\n" + extra_spec +
          "  containers:\n  - name: main\n    image: nvcr.io/nvidia/cuda:12.4.0-base-ubuntu22.04\n" +
          (resources.empty() ? "" : "    resources:\n      limits:\n" + resources);
 }
@@ -45,12 +44,14 @@ std::string jsonpath(Cluster& c, const std::string& object, const std::string& p
 }
 
 void wait_ready(Cluster& c, const std::string& pod) {
-  Result r = c.kubectl({"wait", "--for=condition=Ready", "pod/" + pod, "--timeout=20s"}, seconds(30));
+  Result r =
+      c.kubectl({"wait", "--for=condition=Ready", "pod/" + pod, "--timeout=20s"}, seconds(30));
   INFO(r << c.server_log());
   REQUIRE_THAT(r, Succeeded());
 }
 
-TEST_CASE("vkube host: GPU nodes, GPU pods on devices, waiting and completing pods", "[e2e][host]") {
+TEST_CASE("vkube host: GPU nodes, GPU pods on devices, waiting and completing pods",
+          "[e2e][host]") {
   Cluster c(Cluster::Host{{"--node-config", "{dir}/nodes.yaml"}, {{"nodes.yaml", kNodes}}});
 
   // The nodes, simulated and saying so.
@@ -75,7 +76,8 @@ TEST_CASE("vkube host: GPU nodes, GPU pods on devices, waiting and completing po
   CHECK(jsonpath(c, "node/h100-mig", "{.status.allocatable.nvidia\\.com/mig-1g\\.10gb}") == "2");
   CHECK(jsonpath(c, "node/h100-mig", "{.status.allocatable.nvidia\\.com/gpu}") == "3");
   CHECK(jsonpath(c, "node/t4", "{.metadata.labels.nvidia\\.com/mig\\.capable}") == "false");
-  const std::string t4_product = jsonpath(c, "node/t4", "{.metadata.labels.nvidia\\.com/gpu\\.product}");
+  const std::string t4_product =
+      jsonpath(c, "node/t4", "{.metadata.labels.nvidia\\.com/gpu\\.product}");
   REQUIRE_FALSE(t4_product.empty());
 
   // Binpack fills the node a pod leaves fullest: the model-constrained pod
@@ -127,7 +129,8 @@ TEST_CASE("vkube host: GPU nodes, GPU pods on devices, waiting and completing po
   c.setup(pod_yaml("waiting", "        nvidia.com/gpu: 8\n"));
   const std::string cond = "{.status.conditions[?(@.type==\"PodScheduled\")].message}";
   REQUIRE(eventually([&] { return !jsonpath(c, "pod/waiting", cond).empty(); }));
-  CHECK(jsonpath(c, "pod/waiting", cond) == "0/4 nodes are available: 4 Insufficient nvidia.com/gpu.");
+  CHECK(jsonpath(c, "pod/waiting", cond) ==
+        "0/4 nodes are available: 4 Insufficient nvidia.com/gpu.");
   CHECK(jsonpath(c, "pod/waiting", "{.status.phase}") == "Pending");
   Result events = c.kubectl({"describe", "pod", "waiting"});
   CHECK(events.out.find("FailedScheduling") != std::string::npos);
@@ -146,7 +149,8 @@ TEST_CASE("vkube host: GPU nodes, GPU pods on devices, waiting and completing po
   // GPU use per namespace (per tenant on a shared host) in /metrics.
   Result metrics = c.kubectl({"get", "--raw", "/metrics"});
   REQUIRE_THAT(metrics, Succeeded());
-  CHECK(metrics.out.find("vkube_namespace_gpu_allocated{namespace=\"default\"} 19") != std::string::npos);
+  CHECK(metrics.out.find("vkube_namespace_gpu_allocated{namespace=\"default\"} 19") !=
+        std::string::npos);
   CHECK(metrics.out.find("scheduler_pod_scheduling_duration_seconds_bucket") != std::string::npos);
 }
 

@@ -145,7 +145,8 @@ struct Host {
     }
   }
 
-  http::Response call(const std::string& method, const std::string& target, const json& body = nullptr) {
+  http::Response call(const std::string& method, const std::string& target,
+                      const json& body = nullptr) {
     http::Request req;
     req.method = method;
     auto q = target.find('?');
@@ -176,22 +177,26 @@ json pod_object(const std::string& ns, const std::string& name, int64_t cpu_mill
                 int gpus, int gpu_milli, const std::vector<std::string>& products = {}) {
   json limits = json::object(), requests = {{"cpu", std::to_string(cpu_milli) + "m"},
                                             {"memory", std::to_string(mem_mib) + "Mi"}};
-  if (gpus >= 1 && gpu_milli > 0 && gpu_milli < 1000) limits["vkube.io/gpu-milli"] = std::to_string(gpu_milli);
-  else if (gpus >= 1) limits["nvidia.com/gpu"] = std::to_string(gpus);
+  if (gpus >= 1 && gpu_milli > 0 && gpu_milli < 1000)
+    limits["vkube.io/gpu-milli"] = std::to_string(gpu_milli);
+  else if (gpus >= 1)
+    limits["nvidia.com/gpu"] = std::to_string(gpus);
   for (auto& [k, v] : limits.items()) requests[k] = v;
   json pod = {{"apiVersion", "v1"},
               {"kind", "Pod"},
               {"metadata", {{"name", name}, {"namespace", ns}}},
               {"spec",
-               {{"containers", json::array({{{"name", "main"},
-                                             {"image", "trace"},
-                                             {"resources", {{"requests", requests}, {"limits", limits}}}}})},
+               {{"containers",
+                 json::array({{{"name", "main"},
+                               {"image", "trace"},
+                               {"resources", {{"requests", requests}, {"limits", limits}}}}})},
                 {"terminationGracePeriodSeconds", 0}}}};
   if (!products.empty())
     pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] = {
         {"nodeSelectorTerms",
-         json::array({{{"matchExpressions",
-                        json::array({{{"key", "nvidia.com/gpu.product"}, {"operator", "In"}, {"values", products}}})}}})}};
+         json::array({{{"matchExpressions", json::array({{{"key", "nvidia.com/gpu.product"},
+                                                          {"operator", "In"},
+                                                          {"values", products}}})}}})}};
   return pod;
 }
 
@@ -234,17 +239,20 @@ void create_nodes(Host& h, int n) {
 }
 
 int run_throughput(const Flags& f, gpu::Policy policy) {
-  std::printf("scheduling %d pods on %d nodes of 8 A100-80GB (policy %s, %s writes)\n", f.pods, f.nodes,
-              std::string(gpu::policy_name(policy)).c_str(), f.sync ? "durable" : "unsynced");
+  std::printf("scheduling %d pods on %d nodes of 8 A100-80GB (policy %s, %s writes)\n", f.pods,
+              f.nodes, std::string(gpu::policy_name(policy)).c_str(),
+              f.sync ? "durable" : "unsynced");
   scheduler::Options so;
   so.policy = policy;
   {
     Host h(f.sync);
     create_nodes(h, f.nodes);
-    parallel(f.pods, 16, [&](int i) { h.call("POST", "/api/v1/namespaces/default/pods", throughput_pod(i)); });
+    parallel(f.pods, 16,
+             [&](int i) { h.call("POST", "/api/v1/namespaces/default/pods", throughput_pod(i)); });
     auto t0 = Clock::now();
     h.start(so, nullptr);
-    if (!wait_scheduled(h, f.pods, 300)) std::printf("timed out: %lld bound\n", (long long)h.sched->gpu_state().scheduled);
+    if (!wait_scheduled(h, f.pods, 300))
+      std::printf("timed out: %lld bound\n", (long long)h.sched->gpu_state().scheduled);
     double s = seconds_since(t0);
     report("pods queued before start: bound per second", f.pods / s, "pods/s", 1500);
     auto st = h.sched->gpu_state();
@@ -256,12 +264,14 @@ int run_throughput(const Flags& f, gpu::Policy policy) {
     create_nodes(h, f.nodes);
     h.start(so, nullptr);
     auto t0 = Clock::now();
-    parallel(f.pods, 16, [&](int i) { h.call("POST", "/api/v1/namespaces/default/pods", throughput_pod(i)); });
+    parallel(f.pods, 16,
+             [&](int i) { h.call("POST", "/api/v1/namespaces/default/pods", throughput_pod(i)); });
     double created = seconds_since(t0);
     if (!wait_scheduled(h, f.pods, 300)) std::printf("timed out\n");
     double s = seconds_since(t0);
     report("pods created while running: created+bound per second", f.pods / s, "pods/s", 1500);
-    std::printf("  creates took %.2f s (%.0f/s), last binding at %.2f s\n", created, f.pods / created, s);
+    std::printf("  creates took %.2f s (%.0f/s), last binding at %.2f s\n", created,
+                f.pods / created, s);
   }
   return 0;
 }
@@ -298,14 +308,16 @@ std::vector<TracePod> load_pods(const std::string& path) {
     auto it = std::find(header.begin(), header.end(), name);
     return it == header.end() ? -1 : static_cast<int>(it - header.begin());
   };
-  int c_name = col("name"), c_cpu = col("cpu_milli"), c_mem = col("memory_mib"), c_gpu = col("num_gpu"),
-      c_milli = col("gpu_milli"), c_spec = col("gpu_spec"), c_created = col("creation_time"),
-      c_deleted = col("deletion_time");
+  int c_name = col("name"), c_cpu = col("cpu_milli"), c_mem = col("memory_mib"),
+      c_gpu = col("num_gpu"), c_milli = col("gpu_milli"), c_spec = col("gpu_spec"),
+      c_created = col("creation_time"), c_deleted = col("deletion_time");
   std::vector<TracePod> pods;
   while (std::getline(in, line)) {
     if (line.empty()) continue;
     auto v = split(line, ',');
-    auto num = [&](int c) -> int64_t { return c >= 0 && c < (int)v.size() && !v[c].empty() ? std::stoll(v[c]) : 0; };
+    auto num = [&](int c) -> int64_t {
+      return c >= 0 && c < (int)v.size() && !v[c].empty() ? std::stoll(v[c]) : 0;
+    };
     TracePod p;
     p.name = v[c_name];
     p.cpu_milli = num(c_cpu);
@@ -316,10 +328,12 @@ std::vector<TracePod> load_pods(const std::string& path) {
       for (const auto& m : split(v[c_spec], '|'))
         if (auto model = gpu::find_model(m); model.is_ok()) p.products.push_back(model->product);
     p.created = num(c_created);
-    p.deleted = c_deleted >= 0 && c_deleted < (int)v.size() && !v[c_deleted].empty() ? num(c_deleted) : -1;
+    p.deleted =
+        c_deleted >= 0 && c_deleted < (int)v.size() && !v[c_deleted].empty() ? num(c_deleted) : -1;
     pods.push_back(std::move(p));
   }
-  std::stable_sort(pods.begin(), pods.end(), [](const TracePod& a, const TracePod& b) { return a.created < b.created; });
+  std::stable_sort(pods.begin(), pods.end(),
+                   [](const TracePod& a, const TracePod& b) { return a.created < b.created; });
   return pods;
 }
 
@@ -342,16 +356,19 @@ struct Outcome {
 };
 
 void print_state(const char* label, const scheduler::ClusterGpuState& s) {
-  std::printf("  %-22s alloc %5.1f%%  unallocated %7.1f GPUs  stranded by fragmentation %7.1f GPUs  pending %5d\n",
-              label, 100.0 * s.allocated_milli / std::max<int64_t>(1, s.capacity_milli),
-              (s.capacity_milli - s.allocated_milli) / 1000.0, s.fragmented_milli / 1000.0, s.pending);
+  std::printf(
+      "  %-22s alloc %5.1f%%  unallocated %7.1f GPUs  stranded by fragmentation %7.1f GPUs  "
+      "pending %5d\n",
+      label, 100.0 * s.allocated_milli / std::max<int64_t>(1, s.capacity_milli),
+      (s.capacity_milli - s.allocated_milli) / 1000.0, s.fragmented_milli / 1000.0, s.pending);
   std::fflush(stdout);
 }
 
 Outcome run_trace(const Flags& f, gpu::Policy policy, const std::vector<TracePod>& pods,
                   std::vector<gpu::NodeSpec> nodes) {
-  std::printf("\n== policy %s: %zu nodes, %zu trace pods, mode %s ==\n", std::string(gpu::policy_name(policy)).c_str(),
-              nodes.size(), pods.size(), f.trace_mode.c_str());
+  std::printf("\n== policy %s: %zu nodes, %zu trace pods, mode %s ==\n",
+              std::string(gpu::policy_name(policy)).c_str(), nodes.size(), pods.size(),
+              f.trace_mode.c_str());
   Host h(f.sync);
   scheduler::Options so;
   so.policy = policy;
@@ -371,8 +388,10 @@ Outcome run_trace(const Flags& f, gpu::Policy policy, const std::vector<TracePod
   std::printf("  %.0f GPUs\n", capacity / 1000.0);
   auto create = [&](const TracePod& p, const std::string& name) {
     auto r = h.call("POST", "/api/v1/namespaces/" + tenant_of(name) + "/pods",
-                    pod_object(tenant_of(name), name, p.cpu_milli, p.memory_mib, p.num_gpu, p.gpu_milli, p.products));
-    if (r.status != 201) std::fprintf(stderr, "create %s: %d %s\n", name.c_str(), r.status, r.body.c_str());
+                    pod_object(tenant_of(name), name, p.cpu_milli, p.memory_mib, p.num_gpu,
+                               p.gpu_milli, p.products));
+    if (r.status != 201)
+      std::fprintf(stderr, "create %s: %d %s\n", name.c_str(), r.status, r.body.c_str());
   };
   if (f.trace_mode == "fill") {
     // Arrivals in trace order until demand reaches load x capacity.
@@ -420,7 +439,8 @@ Outcome run_trace(const Flags& f, gpu::Policy policy, const std::vector<TracePod
     if (pods[i].deleted > pods[i].created) events.push_back({pods[i].deleted, false, i});
     t_max = std::max(t_max, std::max(pods[i].created, pods[i].deleted));
   }
-  std::stable_sort(events.begin(), events.end(), [](const Ev& a, const Ev& b) { return a.t < b.t; });
+  std::stable_sort(events.begin(), events.end(),
+                   [](const Ev& a, const Ev& b) { return a.t < b.t; });
   const double scale = static_cast<double>(t_max) / f.seconds;  // trace seconds per wall second
   std::printf("  %zu events over %.1f trace days, compressed into %.0f s (x%.0f)\n", events.size(),
               t_max / 86400.0, f.seconds, scale);
@@ -433,10 +453,13 @@ Outcome run_trace(const Flags& f, gpu::Policy policy, const std::vector<TracePod
     double now = seconds_since(t0);
     if (due > now) std::this_thread::sleep_for(std::chrono::duration<double>(due - now));
     const TracePod& p = pods[e.pod];
-    if (e.create) create(p, p.name);
-    else if (auto r = h.call("DELETE", "/api/v1/namespaces/" + tenant_of(p.name) + "/pods/" + p.name);
+    if (e.create)
+      create(p, p.name);
+    else if (auto r =
+                 h.call("DELETE", "/api/v1/namespaces/" + tenant_of(p.name) + "/pods/" + p.name);
              r.status != 200 && r.status != 202)
-      std::fprintf(stderr, "delete %s: %d %s\n", p.name.c_str(), r.status, r.body.substr(0, 200).c_str());
+      std::fprintf(stderr, "delete %s: %d %s\n", p.name.c_str(), r.status,
+                   r.body.substr(0, 200).c_str());
     if (seconds_since(t0) >= next_print) {
       auto s = h.sched->gpu_state();
       char label[64];
@@ -456,7 +479,8 @@ Outcome run_trace(const Flags& f, gpu::Policy policy, const std::vector<TracePod
   int live = 0;
   json all = json::parse(h.call("GET", "/api/v1/pods").body, nullptr, false);
   for (const json& p : all.value("items", json::array())) {
-    std::string a = p["metadata"].value("annotations", json::object()).value("gpu.vkube.io/allocation", "");
+    std::string a =
+        p["metadata"].value("annotations", json::object()).value("gpu.vkube.io/allocation", "");
     if (auto parsed = gpu::Allocation::parse(a); parsed.is_ok()) held += parsed->milli();
     ++live;
   }
@@ -489,7 +513,8 @@ int run_traces(const Flags& f) {
   }
   std::vector<Outcome> outcomes;
   for (auto p : policies) outcomes.push_back(run_trace(f, p, pods, *nodes));
-  std::printf("\n%-14s %8s %14s %22s %8s", "policy", "alloc%", "unallocated", "stranded (fragmented)", "pending");
+  std::printf("\n%-14s %8s %14s %22s %8s", "policy", "alloc%", "unallocated",
+              "stranded (fragmented)", "pending");
   if (f.trace_mode == "replay") std::printf(" %10s %14s", "mean alloc%", "mean stranded");
   std::printf("\n");
   for (const auto& o : outcomes) {
@@ -509,7 +534,8 @@ int run_traces(const Flags& f) {
 int usage() {
   std::printf(
       "usage: bench_scheduler throughput [--nodes N] [--pods N] [--policy P] [--no-sync]\n"
-      "       bench_scheduler trace [--pods-csv F] [--nodes-csv F] [--policy P|all] [--mode fill|replay]\n"
+      "       bench_scheduler trace [--pods-csv F] [--nodes-csv F] [--policy P|all] [--mode "
+      "fill|replay]\n"
       "                             [--seconds S] [--load X] [--no-sync]\n");
   return 2;
 }
@@ -527,16 +553,26 @@ int main(int argc, char** argv) {
       if (i + 1 >= argc) std::exit(usage());
       return argv[++i];
     };
-    if (a == "--nodes") f.nodes = std::stoi(next());
-    else if (a == "--pods") f.pods = std::stoi(next());
-    else if (a == "--policy") f.policy = next();
-    else if (a == "--no-sync") f.sync = false;
-    else if (a == "--pods-csv") f.pods_csv = next();
-    else if (a == "--nodes-csv") f.nodes_csv = next();
-    else if (a == "--mode") f.trace_mode = next();
-    else if (a == "--seconds") f.seconds = std::stod(next());
-    else if (a == "--load") f.load = std::stod(next());
-    else return usage();
+    if (a == "--nodes")
+      f.nodes = std::stoi(next());
+    else if (a == "--pods")
+      f.pods = std::stoi(next());
+    else if (a == "--policy")
+      f.policy = next();
+    else if (a == "--no-sync")
+      f.sync = false;
+    else if (a == "--pods-csv")
+      f.pods_csv = next();
+    else if (a == "--nodes-csv")
+      f.nodes_csv = next();
+    else if (a == "--mode")
+      f.trace_mode = next();
+    else if (a == "--seconds")
+      f.seconds = std::stod(next());
+    else if (a == "--load")
+      f.load = std::stod(next());
+    else
+      return usage();
   }
   if (f.mode == "throughput") {
     auto p = gpu::parse_policy(f.policy);

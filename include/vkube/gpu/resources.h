@@ -34,8 +34,8 @@ using json = nlohmann::json;
 inline constexpr std::string_view kGpuResource = "nvidia.com/gpu";
 inline constexpr std::string_view kGpuMilliResource = "vkube.io/gpu-milli";
 inline constexpr std::string_view kMigResourcePrefix = "nvidia.com/mig-";
-inline constexpr std::string_view kFractionAnnotation = "gpu-fraction";   // KAI
-inline constexpr std::string_view kGpuMemoryAnnotation = "gpu-memory";    // KAI, MiB
+inline constexpr std::string_view kFractionAnnotation = "gpu-fraction";  // KAI
+inline constexpr std::string_view kGpuMemoryAnnotation = "gpu-memory";   // KAI, MiB
 // On pods: the devices the scheduler gave the pod.
 inline constexpr std::string_view kAllocationAnnotation = "gpu.vkube.io/allocation";
 // On nodes: the node's GPUs and their MIG layout (see NodeGpus::to_json).
@@ -48,9 +48,9 @@ inline constexpr std::string_view kCountLabel = "nvidia.com/gpu.count";
 
 // What one pod asks for.
 struct GpuRequest {
-  int whole = 0;           // whole GPUs (distinct devices)
-  int milli = 0;           // a share of one GPU in thousandths (1..1000); 0: none
-  int64_t memory_mib = 0;  // a share of one GPU by memory (gpu-memory); 0: none
+  int whole = 0;                   // whole GPUs (distinct devices)
+  int milli = 0;                   // a share of one GPU in thousandths (1..1000); 0: none
+  int64_t memory_mib = 0;          // a share of one GPU by memory (gpu-memory); 0: none
   std::map<std::string, int> mig;  // MIG profile ("1g.10gb") -> slices
   bool empty() const { return whole == 0 && milli == 0 && memory_mib == 0 && mig.empty(); }
   bool shared() const { return milli > 0 || memory_mib > 0; }
@@ -67,7 +67,7 @@ Result<GpuRequest> request_of(const json& pod);
 // One physical GPU of a node.
 struct Gpu {
   int index = 0;
-  std::string model;        // GFD product, e.g. "NVIDIA-A100-SXM4-80GB"
+  std::string model;  // GFD product, e.g. "NVIDIA-A100-SXM4-80GB"
   int64_t memory_mib = 0;
   // MIG mode: the profiles of its slices ("3g.40gb", "1g.10gb", ...). A GPU
   // in MIG mode is not offered as nvidia.com/gpu and takes no shares.

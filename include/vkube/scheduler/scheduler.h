@@ -37,14 +37,14 @@ struct Options {
 // The cluster's GPU state as the scheduler sees it (bound and assumed pods).
 struct ClusterGpuState {
   int nodes = 0;
-  int64_t capacity_milli = 0;    // GPUs not in MIG mode, 1000 each
+  int64_t capacity_milli = 0;  // GPUs not in MIG mode, 1000 each
   int64_t allocated_milli = 0;
-  int whole_gpus_free = 0;       // GPUs nothing holds
+  int whole_gpus_free = 0;  // GPUs nothing holds
   // Free GPU capacity that a pod drawn from the recent workload could not
   // use, in expectation (the FGD paper's fragmentation, summed over nodes).
   double fragmented_milli = 0;
-  int pending = 0;               // ours, not bound
-  int64_t scheduled = 0;         // bindings made since start
+  int pending = 0;        // ours, not bound
+  int64_t scheduled = 0;  // bindings made since start
 };
 
 class Scheduler {

@@ -25,6 +25,7 @@ Result<nlohmann::json> translate_config(const nlohmann::json& tenant_obj, const 
 // headless); the selector also requires the tenant namespace label, so it
 // picks only this tenant namespace's pods among all those in the host
 // namespace.
-Result<nlohmann::json> translate_service(const nlohmann::json& tenant_svc, const ObjectContext& ctx);
+Result<nlohmann::json> translate_service(const nlohmann::json& tenant_svc,
+                                         const ObjectContext& ctx);
 
 }  // namespace vkube::syncer

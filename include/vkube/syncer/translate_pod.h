@@ -17,17 +17,17 @@ namespace vkube::syncer {
 // A tenant Service, for the environment variables kube injects.
 struct ServiceEnv {
   std::string name;
-  std::string cluster_ip;  // the host-assigned address
+  std::string cluster_ip;                                     // the host-assigned address
   std::vector<std::pair<std::string, nlohmann::json>> ports;  // (name, ServicePort)
 };
 
 struct PodContext {
   const NameMapper* names = nullptr;
-  std::string host_namespace;          // the tenant's namespace on the host
-  nlohmann::json owner = nullptr;      // ownerReference to the tenant's anchor object
-  gpu::HostGpuPolicy gpu;              // scheduler name, labels, GPU stack
-  std::vector<ServiceEnv> services;    // the tenant namespace's Services
-  std::string dns_ip;                  // vkube's DNS for the tenant; empty: keep dnsPolicy
+  std::string host_namespace;        // the tenant's namespace on the host
+  nlohmann::json owner = nullptr;    // ownerReference to the tenant's anchor object
+  gpu::HostGpuPolicy gpu;            // scheduler name, labels, GPU stack
+  std::vector<ServiceEnv> services;  // the tenant namespace's Services
+  std::string dns_ip;                // vkube's DNS for the tenant; empty: keep dnsPolicy
   // A host Secret (key "token") with the tenant service account's token, in
   // place of projected serviceAccountToken sources (which the host would fill
   // with a host token); empty: those sources are dropped.

@@ -59,8 +59,9 @@ TEST_CASE("a pod's GPU request in every accepted form", "[gpu]") {
   REQUIRE(one.is_ok());
   CHECK(one->whole == 1);
   CHECK(one->milli == 0);
-  auto init = vkube::gpu::request_of(pod_with({{"limits", {{"nvidia.com/gpu", "1"}}}}, json::object(),
-                                              {{"limits", {{"nvidia.com/gpu", "4"}}}}));
+  auto init =
+      vkube::gpu::request_of(pod_with({{"limits", {{"nvidia.com/gpu", "1"}}}}, json::object(),
+                                      {{"limits", {{"nvidia.com/gpu", "4"}}}}));
   REQUIRE(init.is_ok());
   CHECK(init->whole == 4);
   CHECK(vkube::gpu::request_of(pod_with(json::object()))->empty());
@@ -96,11 +97,12 @@ TEST_CASE("allocation annotations round-trip and reject garbage", "[gpu]") {
 }
 
 TEST_CASE("a node's GPUs come from its device annotation or its capacity", "[gpu]") {
-  json node = {{"metadata",
-                {{"name", "n"},
-                 {"labels", {{"nvidia.com/gpu.product", "Tesla-T4"}, {"nvidia.com/gpu.memory", "15360"}}},
-                 {"annotations", json::object()}}},
-               {"status", {{"allocatable", {{"nvidia.com/gpu", "2"}, {"nvidia.com/mig-1g.5gb", "3"}}}}}};
+  json node = {
+      {"metadata",
+       {{"name", "n"},
+        {"labels", {{"nvidia.com/gpu.product", "Tesla-T4"}, {"nvidia.com/gpu.memory", "15360"}}},
+        {"annotations", json::object()}}},
+      {"status", {{"allocatable", {{"nvidia.com/gpu", "2"}, {"nvidia.com/mig-1g.5gb", "3"}}}}}};
   NodeGpus from_capacity = NodeGpus::of_node(node);
   REQUIRE(from_capacity.gpus.size() == 3);
   CHECK(from_capacity.gpus[0].model == "Tesla-T4");
@@ -173,7 +175,8 @@ TEST_CASE("whole GPUs are distinct free devices; MIG slices by profile", "[gpu]"
   CHECK(mig->format() == "2/1=1g.10gb,2/2=1g.10gb");
   REQUIRE(st.take(*mig).is_ok());
   CHECK(st.slices_free("1g.10gb") == 0);
-  CHECK_FALSE(vkube::gpu::choose(st, GpuRequest{0, 0, 0, {{"1g.10gb", 1}}}, Policy::kBinpack, &why));
+  CHECK_FALSE(
+      vkube::gpu::choose(st, GpuRequest{0, 0, 0, {{"1g.10gb", 1}}}, Policy::kBinpack, &why));
   CHECK(why == "Insufficient nvidia.com/mig-1g.10gb");
   // A MIG GPU takes no shares; a node without gpu-milli takes none at all.
   CHECK(st.capacity_milli() == 2000);

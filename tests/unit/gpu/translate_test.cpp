@@ -21,7 +21,9 @@ json pod(json limits, json annotations = json::object(), json extra_container = 
   return p;
 }
 
-json both(json r) { return {{"limits", r}, {"requests", r}}; }
+json both(json r) {
+  return {{"limits", r}, {"requests", r}};
+}
 
 struct Row {
   const char* name;
@@ -57,10 +59,14 @@ TEST_CASE("tenant GPU requests translate to each host GPU stack", "[gpu]") {
        pod({{"vkube.io/gpu-milli", "300"}}), pod({{"nvidia.com/gpu.shared", "1"}})},
       {"HAMi: one vGPU with memory and cores", policy(FractionMode::kHami),
        pod({{"vkube.io/gpu-milli", "250"}}),
-       pod({{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "20480"}, {"nvidia.com/gpucores", "25"}})},
+       pod({{"nvidia.com/gpu", "1"},
+            {"nvidia.com/gpumem", "20480"},
+            {"nvidia.com/gpucores", "25"}})},
       {"HAMi keeps memory asked in MiB", policy(FractionMode::kHami),
        pod(json::object(), {{"gpu-memory", "8000"}}),
-       pod({{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "8000"}, {"nvidia.com/gpucores", "10"}})},
+       pod({{"nvidia.com/gpu", "1"},
+            {"nvidia.com/gpumem", "8000"},
+            {"nvidia.com/gpucores", "10"}})},
       {"KAI: annotation, its scheduler and queue", kai, pod({{"vkube.io/gpu-milli", "250"}}),
        [] {
          json p = pod(json::object(), {{"gpu-fraction", "0.25"}});
@@ -70,11 +76,14 @@ TEST_CASE("tenant GPU requests translate to each host GPU stack", "[gpu]") {
          return p;
        }()},
       {"KAI names the container when there are several", policy(FractionMode::kKai),
-       pod(json::object(), json::object(), {{"name", "gpu"}, {"image", "cuda"},
-                                            {"resources", both({{"vkube.io/gpu-milli", "500"}})}}),
+       pod(json::object(), json::object(),
+           {{"name", "gpu"},
+            {"image", "cuda"},
+            {"resources", both({{"vkube.io/gpu-milli", "500"}})}}),
        [] {
-         json p = pod(json::object(), {{"gpu-fraction", "0.5"}, {"gpu-fraction-container-name", "gpu"}},
-                      {{"name", "gpu"}, {"image", "cuda"}, {"resources", both(json::object())}});
+         json p =
+             pod(json::object(), {{"gpu-fraction", "0.5"}, {"gpu-fraction-container-name", "gpu"}},
+                 {{"name", "gpu"}, {"image", "cuda"}, {"resources", both(json::object())}});
          return p;
        }()},
       {"MIG as it is", policy(FractionMode::kMilli), pod({{"nvidia.com/mig-1g.5gb", "1"}}),
@@ -83,9 +92,10 @@ TEST_CASE("tenant GPU requests translate to each host GPU stack", "[gpu]") {
        policy(FractionMode::kMilli, MigMode::kSmallestFit), pod({{"nvidia.com/mig-2g.10gb", "2"}}),
        pod({{"nvidia.com/mig-2g.20gb", "2"}})},
       {"host-owned annotations never come from the tenant", policy(FractionMode::kMilli),
-       pod({{"nvidia.com/gpu", "1"}},
-           {{"gpu.vkube.io/allocation", "0=1000"}, {"hami.io/vgpu-devices-to-allocate", "x"},
-            {"runai-gpu-group", "g"}, {"team", "a"}}),
+       pod({{"nvidia.com/gpu", "1"}}, {{"gpu.vkube.io/allocation", "0=1000"},
+                                       {"hami.io/vgpu-devices-to-allocate", "x"},
+                                       {"runai-gpu-group", "g"},
+                                       {"team", "a"}}),
        pod({{"nvidia.com/gpu", "1"}}, {{"team", "a"}})},
   };
   for (const Row& row : rows) {

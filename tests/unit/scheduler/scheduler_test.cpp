@@ -11,13 +11,17 @@ namespace {
 using json = nlohmann::json;
 using vkube::testing::ControlPlane;
 
-json node(const std::string& name, int gpus, json labels = json::object(), json extra = json::object()) {
+json node(const std::string& name, int gpus, json labels = json::object(),
+          json extra = json::object()) {
   json n = {{"apiVersion", "v1"},
             {"kind", "Node"},
             {"metadata", {{"name", name}, {"labels", labels}}},
             {"status",
              {{"allocatable",
-               {{"cpu", "32"}, {"memory", "256Gi"}, {"pods", "110"}, {"nvidia.com/gpu", std::to_string(gpus)},
+               {{"cpu", "32"},
+                {"memory", "256Gi"},
+                {"pods", "110"},
+                {"nvidia.com/gpu", std::to_string(gpus)},
                 {"vkube.io/gpu-milli", std::to_string(gpus * 1000)}}},
               {"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})}}}};
   n["status"]["capacity"] = n["status"]["allocatable"];
@@ -25,13 +29,15 @@ json node(const std::string& name, int gpus, json labels = json::object(), json 
   return n;
 }
 
-json gpu_pod(const std::string& name, json limits, json annotations = json::object(), json spec = json::object()) {
+json gpu_pod(const std::string& name, json limits, json annotations = json::object(),
+             json spec = json::object()) {
   json p = {{"apiVersion", "v1"},
             {"kind", "Pod"},
             {"metadata", {{"name", name}, {"annotations", annotations}}},
             {"spec",
              {{"containers",
-               json::array({{{"name", "c"}, {"image", "cuda"},
+               json::array({{{"name", "c"},
+                             {"image", "cuda"},
                              {"resources", {{"limits", limits}, {"requests", limits}}}}})}}}};
   p["spec"].merge_patch(spec);
   return p;
@@ -59,8 +65,7 @@ struct Fixture {
   std::unique_ptr<vkube::scheduler::Scheduler> scheduler;
   ControlPlane cp;
   explicit Fixture(vkube::gpu::Policy policy = vkube::gpu::Policy::kBinpack)
-      : cp({"namespace"}, nullptr,
-           {[this, policy](vkube::controllers::Informers& inf) {
+      : cp({"namespace"}, nullptr, {[this, policy](vkube::controllers::Informers& inf) {
              vkube::scheduler::Options o;
              o.policy = policy;
              scheduler = vkube::scheduler::Scheduler::create(*cp.server.api, inf, o);
@@ -100,11 +105,15 @@ TEST_CASE("whole GPUs go to distinct devices and are recorded on the pod", "[sch
   CHECK(state.whole_gpus_free == 1);
 }
 
-TEST_CASE("shares of one GPU pack onto one device; a pod that does not fit waits, then starts when a pod goes", "[scheduler]") {
+TEST_CASE(
+    "shares of one GPU pack onto one device; a pod that does not fit waits, then starts when a pod "
+    "goes",
+    "[scheduler]") {
   Fixture f;
   f.cp.create("/api/v1/nodes", node("small", 1));
   f.cp.create("/api/v1/namespaces/default/pods", gpu_pod("a", {{"vkube.io/gpu-milli", "600"}}));
-  f.cp.create("/api/v1/namespaces/default/pods", gpu_pod("b", json::object(), {{"gpu-fraction", "0.4"}}));
+  f.cp.create("/api/v1/namespaces/default/pods",
+              gpu_pod("b", json::object(), {{"gpu-fraction", "0.4"}}));
   f.settle();
   CHECK(allocation_of(f.cp, "a") == "0=600");
   CHECK(allocation_of(f.cp, "b") == "0=400");
@@ -116,17 +125,20 @@ TEST_CASE("shares of one GPU pack onto one device; a pod that does not fit waits
   CHECK(cond.value("status", "") == "False");
   CHECK(cond.value("reason", "") == "Unschedulable");
   CHECK(cond.value("message", "") == "0/1 nodes are available: 1 Insufficient vkube.io/gpu-milli.");
-  auto failed = f.cp.items("/api/v1/namespaces/default/events?fieldSelector=reason%3DFailedScheduling");
+  auto failed =
+      f.cp.items("/api/v1/namespaces/default/events?fieldSelector=reason%3DFailedScheduling");
   REQUIRE(failed.size() == 1);
   CHECK(failed[0]["type"] == "Warning");
   CHECK(f.scheduler->gpu_state().pending == 1);
 
-  REQUIRE(f.cp.call("DELETE", "/api/v1/namespaces/default/pods/b?gracePeriodSeconds=0").code == 200);
+  REQUIRE(f.cp.call("DELETE", "/api/v1/namespaces/default/pods/b?gracePeriodSeconds=0").code ==
+          200);
   REQUIRE(ControlPlane::eventually([&] { return node_of(f.cp, "c") == "small"; }));
   CHECK(allocation_of(f.cp, "c") == "0=300");
 }
 
-TEST_CASE("MIG slices, GPU model selectors, taints and kube's message over many nodes", "[scheduler]") {
+TEST_CASE("MIG slices, GPU model selectors, taints and kube's message over many nodes",
+          "[scheduler]") {
   Fixture f;
   json mig = node("mig", 0, {{"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"}});
   mig["metadata"]["annotations"] = {
@@ -135,11 +147,16 @@ TEST_CASE("MIG slices, GPU model selectors, taints and kube's message over many 
   mig["status"]["allocatable"]["nvidia.com/mig-1g.10gb"] = "2";
   f.cp.create("/api/v1/nodes", mig);
   f.cp.create("/api/v1/nodes", node("t4", 2, {{"nvidia.com/gpu.product", "Tesla-T4"}}));
-  f.cp.create("/api/v1/nodes",
-              node("tainted", 8, {{"nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"}},
-                   {{"spec", {{"taints", json::array({{{"key", "dedicated"}, {"value", "ml"}, {"effect", "NoSchedule"}}})}}}}));
+  f.cp.create(
+      "/api/v1/nodes",
+      node("tainted", 8, {{"nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"}},
+           {{"spec",
+             {{"taints",
+               json::array(
+                   {{{"key", "dedicated"}, {"value", "ml"}, {"effect", "NoSchedule"}}})}}}}));
 
-  f.cp.create("/api/v1/namespaces/default/pods", gpu_pod("slice", {{"nvidia.com/mig-1g.10gb", "1"}}));
+  f.cp.create("/api/v1/namespaces/default/pods",
+              gpu_pod("slice", {{"nvidia.com/mig-1g.10gb", "1"}}));
   f.cp.create("/api/v1/namespaces/default/pods",
               gpu_pod("on-t4", {{"nvidia.com/gpu", "1"}}, json::object(),
                       {{"nodeSelector", {{"nvidia.com/gpu.product", "Tesla-T4"}}}}));
@@ -163,15 +180,19 @@ TEST_CASE("MIG slices, GPU model selectors, taints and kube's message over many 
 
   // Pods of other schedulers are not ours.
   f.cp.create("/api/v1/namespaces/default/pods",
-              gpu_pod("theirs", {{"nvidia.com/gpu", "1"}}, json::object(), {{"schedulerName", "kai-scheduler"}}));
+              gpu_pod("theirs", {{"nvidia.com/gpu", "1"}}, json::object(),
+                      {{"schedulerName", "kai-scheduler"}}));
   f.settle();
   CHECK(node_of(f.cp, "theirs").empty());
   CHECK(condition(f.cp, "theirs").is_null());
 
   std::string metrics = f.scheduler->metrics();
-  CHECK(metrics.find("vkube_node_gpu_capacity{node=\"t4\",model=\"Tesla-T4\"} 2") != std::string::npos);
-  CHECK(metrics.find("vkube_node_mig_slices_allocated{node=\"mig\",profile=\"1g.10gb\"} 1") != std::string::npos);
-  CHECK(metrics.find("vkube_namespace_gpu_allocated{namespace=\"default\"} 5") != std::string::npos);
+  CHECK(metrics.find("vkube_node_gpu_capacity{node=\"t4\",model=\"Tesla-T4\"} 2") !=
+        std::string::npos);
+  CHECK(metrics.find("vkube_node_mig_slices_allocated{node=\"mig\",profile=\"1g.10gb\"} 1") !=
+        std::string::npos);
+  CHECK(metrics.find("vkube_namespace_gpu_allocated{namespace=\"default\"} 5") !=
+        std::string::npos);
   CHECK(metrics.find("scheduler_pending_pods{queue=\"unschedulable\"} 1") != std::string::npos);
   CHECK(metrics.find("scheduler_pod_scheduling_duration_seconds_count 3") != std::string::npos);
 }
@@ -190,14 +211,16 @@ TEST_CASE("a restarted scheduler keeps the devices pods already hold", "[schedul
   CHECK(node_of(f.cp, "third").empty());
 }
 
-TEST_CASE("the fragmentation policy keeps GPUs usable for the workload it has seen", "[scheduler]") {
+TEST_CASE("the fragmentation policy keeps GPUs usable for the workload it has seen",
+          "[scheduler]") {
   // Two one-GPU nodes; "a" already holds 0.4. The workload so far is mostly
   // half-GPU pods. A 0.2 pod on "a" would leave 0.4 free there, useless to
   // a half: binpack does it anyway, FGD puts it on "b".
   auto place_small = [](vkube::gpu::Policy policy) {
     Fixture f(policy);
     f.cp.create("/api/v1/nodes", node("big", 4, {{"pool", "big"}}));
-    f.cp.create("/api/v1/nodes", node("a", 1, {{"pool", "small"}, {"kubernetes.io/hostname", "a"}}));
+    f.cp.create("/api/v1/nodes",
+                node("a", 1, {{"pool", "small"}, {"kubernetes.io/hostname", "a"}}));
     f.cp.create("/api/v1/nodes", node("b", 1, {{"pool", "small"}}));
     for (const char* name : {"h1", "h2", "h3", "h4"})
       f.cp.create("/api/v1/namespaces/default/pods",

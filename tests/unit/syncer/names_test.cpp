@@ -26,14 +26,16 @@ TEST_CASE("host names are <name>-x-<namespace>-x-<tenant>, at most 63 characters
   CHECK(seen.size() == 150);
   // The separator cannot make two triples meet.
   NameMapper n("c");
-  CHECK(n.host_name("b", "a-x-b-x-c-" + long_name) != NameMapper("b-x-c").host_name("b", "a-" + long_name));
+  CHECK(n.host_name("b", "a-x-b-x-c-" + long_name) !=
+        NameMapper("b-x-c").host_name("b", "a-" + long_name));
   CHECK(NameMapper("x").host_name("ns", std::string(63, 'q')).size() == 63);
 }
 
 TEST_CASE("host objects carry their tenant object and are recognised by it", "[syncer]") {
   NameMapper m("team-a");
   json tenant_pod = {{"metadata", {{"name", "web-0"}, {"namespace", "default"}, {"uid", "u-1"}}}};
-  json host = {{"metadata", {{"name", m.host_name("default", "web-0")}, {"labels", {{"app", "web"}}}}}};
+  json host = {
+      {"metadata", {{"name", m.host_name("default", "web-0")}, {"labels", {{"app", "web"}}}}}};
   m.mark(host, tenant_pod);
   CHECK(host["metadata"]["labels"]["app"] == "web");
   CHECK(host["metadata"]["labels"]["vkube.io/tenant"] == "team-a");

@@ -6,7 +6,8 @@
 using json = nlohmann::json;
 
 TEST_CASE("a tenant pod's status comes from its host pod", "[syncer]") {
-  json host = json::parse(R"({"metadata":{"name":"web-0-x-default-x-a"},"spec":{"nodeName":"gpu-node-3"},
+  json host =
+      json::parse(R"({"metadata":{"name":"web-0-x-default-x-a"},"spec":{"nodeName":"gpu-node-3"},
     "status":{"phase":"Running","podIP":"10.244.3.7","podIPs":[{"ip":"10.244.3.7"}],
       "hostIP":"172.16.0.4","startTime":"2026-12-01T10:00:00Z","qosClass":"Guaranteed",
       "nominatedNodeName":"other","conditions":[{"type":"Ready","status":"True"}],
@@ -40,7 +41,8 @@ TEST_CASE("a virtual node shows the host node's GPUs, not its scheduling interna
   CHECK(labels["nvidia.com/gpu.count"] == "8");
   CHECK(labels["vkube.io/virtual-node"] == "true");
   CHECK_FALSE(labels.contains("team-internal/rack"));
-  CHECK(node["status"]["capacity"]["nvidia.com/gpu"] == host["status"]["capacity"]["nvidia.com/gpu"]);
+  CHECK(node["status"]["capacity"]["nvidia.com/gpu"] ==
+        host["status"]["capacity"]["nvidia.com/gpu"]);
   CHECK(node["status"]["allocatable"] == host["status"]["allocatable"]);
   CHECK(node["metadata"]["annotations"].contains("gpu.vkube.io/devices"));
   CHECK_FALSE(node.contains("spec"));  // no taints, pod CIDR or provider ID

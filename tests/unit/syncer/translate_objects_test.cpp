@@ -31,8 +31,12 @@ json read_json(const std::string& path) {
 
 TEST_CASE("config maps, secrets and services become their host objects (golden)", "[syncer]") {
   NameMapper names("team-a");
-  ObjectContext ctx{&names, "vkube-team-a",
-                    {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"name", "vkube-anchor"}, {"uid", "anchor-uid"}}};
+  ObjectContext ctx{&names,
+                    "vkube-team-a",
+                    {{"apiVersion", "v1"},
+                     {"kind", "ConfigMap"},
+                     {"name", "vkube-anchor"},
+                     {"uid", "anchor-uid"}}};
   const json in = read_json(golden_path("objects.in.json"));
   json got = json::object();
   for (const char* k : {"configmap", "secret"}) {

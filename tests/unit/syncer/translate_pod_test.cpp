@@ -42,7 +42,8 @@ PodContext context(const NameMapper& names) {
   PodContext ctx;
   ctx.names = &names;
   ctx.host_namespace = "vkube-team-a";
-  ctx.owner = {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"name", "vkube-anchor"}, {"uid", "anchor-uid"}};
+  ctx.owner = {
+      {"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"name", "vkube-anchor"}, {"uid", "anchor-uid"}};
   ctx.gpu.fractions = vkube::gpu::FractionMode::kMilli;
   ctx.gpu.scheduler_name = "vkube-scheduler";
   ctx.gpu.labels = {{"kueue.x-k8s.io/queue-name", "team-a"}};
@@ -57,7 +58,8 @@ PodContext context(const NameMapper& names) {
 
 TEST_CASE("a tenant GPU pod becomes its host pod (golden)", "[syncer]") {
   NameMapper names("team-a");
-  auto host = vkube::syncer::translate_pod(read_json(golden_path("pod_gpu_app.in.json")), context(names));
+  auto host =
+      vkube::syncer::translate_pod(read_json(golden_path("pod_gpu_app.in.json")), context(names));
   REQUIRE(host.is_ok());
   check_golden("pod_gpu_app.out.json", *host);
 }
