@@ -92,6 +92,7 @@ http::Response create_object(Context& c, json obj, bool track) {
 
   if (auto err = validate_object(c, obj, nullptr)) return error_response(*err);
   if (auto err = admit_namespace(c, c.info.namespace_, name)) return error_response(*err);
+  if (auto err = admit_pod_security(c, obj, c.info.namespace_, name)) return error_response(*err);
   if (r.plural == "services" && r.gv.group.empty()) {
     if (auto err = c.server.service_ips().assign(obj, c.dry_run())) return error_response(*err);
   }

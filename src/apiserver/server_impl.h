@@ -117,6 +117,10 @@ Status check_dry_run(const Context& c);
 // Validates generic metadata and the kind's rules; Invalid error if any.
 std::optional<ApiError> validate_object(Context& c, const json& obj, const json* old);
 // Admission for writes into a namespace: it must exist and not be terminating.
+// Pod Security admission (pod_security.cpp): kForbidden with kube's message
+// for a pod that breaks its namespace's level.
+std::optional<ApiError> admit_pod_security(Context& c, const json& pod, const std::string& ns,
+                                           const std::string& name);
 std::optional<ApiError> admit_namespace(Context& c, const std::string& ns,
                                         const std::string& name);
 // The response for an object read or written: JSON, or a Table when asked.

@@ -150,6 +150,7 @@ int run_host(const Args& args) {
   o.name = name;
   o.token_auth_file = token_file;
   o.sync = durable;
+  o.pod_security = "privileged";  // the host runs what its operators and the syncer put there
   o.tls_sans = split_list(sans);
 
   std::unique_ptr<scheduler::Scheduler> sched;

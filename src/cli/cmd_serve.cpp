@@ -54,8 +54,14 @@ int run_serve(const Args& args) {
   std::string& token_file = flags.add_string(
       "token-auth-file", "",
       "static bearer tokens, one user a line: token,user,uid,\"group1,group2\" (as kube-apiserver)");
+  std::string& pod_security = flags.add_string(
+      "pod-security", "baseline",
+      "Pod Security level of namespaces without the pod-security.kubernetes.io/enforce label: "
+      "privileged, baseline or restricted (enforced as baseline for now)");
   if (int rc = parse_or_exit(flags, log_flags, args); rc >= 0) return rc;
   if (data_dir.empty()) return fail("--data-dir is required");
+  if (pod_security != "privileged" && pod_security != "baseline" && pod_security != "restricted")
+    return fail("--pod-security must be privileged, baseline or restricted, got '" + pod_security + "'");
 
   block_signals();
   const auto t0 = std::chrono::steady_clock::now();
@@ -64,6 +70,7 @@ int run_serve(const Args& args) {
   o.listen = listen;
   o.name = name;
   o.token_auth_file = token_file;
+  o.pod_security = pod_security;
   o.tls_sans = split_list(sans);
   auto tenant = Tenant::start(o);
   if (!tenant.is_ok()) return fail(tenant.status().message());

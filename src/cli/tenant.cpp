@@ -129,6 +129,7 @@ class TenantImpl final : public Tenant {
 
     apiserver::Options ao;
     ao.backend = cache_.get();
+    ao.pod_security = o.pod_security;
     auto sa_key = service_account_key(o.data_dir + "/pki/service-account.key");
     if (!sa_key.is_ok()) return sa_key.status();
     ao.service_account_key = std::move(sa_key).value();

@@ -40,6 +40,10 @@ struct TenantOptions {
   // kube-apiserver's static token file (token,user,uid,"group1,group2");
   // empty: only the admin certificate authenticates.
   std::string token_auth_file;
+  // Pod Security level of namespaces without the enforce label: tenants are
+  // "baseline" (no privileged pods reach the shared host); the host itself
+  // runs what its operators deploy.
+  std::string pod_security = "baseline";
   std::vector<Component> components;
 };
 

@@ -34,6 +34,12 @@ struct Options {
   std::string version = "v1.32.0";  // gitVersion reported by /version
   // The cluster IP range services get addresses from.
   std::string service_cidr = "10.96.0.0/12";
+  // Pod Security level of namespaces without the label
+  // pod-security.kubernetes.io/enforce: "privileged" (nothing refused),
+  // "baseline" (privileged containers, host namespaces, hostPath, hostPorts,
+  // extra capabilities and unconfined seccomp refused at create) or
+  // "restricted" (enforced as baseline for now).
+  std::string pod_security = "privileged";
   // Requests handled at once before 429 (mutating and read-only).
   size_t max_requests_inflight = 400;
   size_t max_mutating_inflight = 200;
