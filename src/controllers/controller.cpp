@@ -44,10 +44,9 @@ void WritePool::run() {
   }
 }
 
-void Context::parallel(size_t n, const std::function<void(size_t)>& fn) {
+void WritePool::parallel(size_t n, const std::function<void(size_t)>& fn) {
   if (n == 0) return;
   if (n == 1) return fn(0);
-  // The caller works too, so nested or concurrent use never waits on a busy pool.
   struct Shared {
     std::atomic<size_t> next{0};
     std::mutex mu;
@@ -58,10 +57,10 @@ void Context::parallel(size_t n, const std::function<void(size_t)>& fn) {
   auto runner = [shared, n, &fn] {
     for (size_t i; (i = shared->next.fetch_add(1)) < n;) fn(i);
   };
-  size_t helpers = std::min(n - 1, pool.size());
+  size_t helpers = std::min(n - 1, size());
   shared->running = helpers;
   for (size_t h = 0; h < helpers; ++h) {
-    pool.submit([shared, runner] {
+    submit([shared, runner] {
       runner();
       std::lock_guard lock(shared->mu);
       if (--shared->running == 0) shared->cv.notify_all();
@@ -72,9 +71,15 @@ void Context::parallel(size_t n, const std::function<void(size_t)>& fn) {
   shared->cv.wait(lock, [&] { return shared->running == 0; });
 }
 
+void Context::parallel(size_t n, const std::function<void(size_t)>& fn) {
+  pool.parallel(n, fn);
+}
+
 // ---- Controller
 
-Controller::~Controller() { stop(); }
+Controller::~Controller() {
+  stop();
+}
 
 void Controller::start(int workers) {
   workers = std::max(workers, min_workers_);
@@ -88,7 +93,9 @@ void Controller::stop() {
   workers_.clear();
 }
 
-bool Controller::idle() { return queue_.idle(); }
+bool Controller::idle() {
+  return queue_.idle();
+}
 
 void Controller::work() {
   std::string key;

@@ -13,7 +13,10 @@ ApiResult LocalClient::call(std::string_view method, std::string_view target, co
   req.peer = http::PeerCertificate{user_, {"system:masters"}};
   req.remote = "in-process";
   // Names the field manager of the controllers' writes, as kube's do.
-  req.headers.push_back({"User-Agent", "kube-controller-manager/v1.32.0 (linux/amd64) vkube/" + user_});
+  req.headers.push_back(
+      {"User-Agent", user_agent_.empty()
+                         ? "kube-controller-manager/v1.32.0 (linux/amd64) vkube/" + user_
+                         : user_agent_});
   if (!body.is_null()) {
     req.body = body.dump();
     req.headers.push_back({"Content-Type", std::string(content_type)});

@@ -19,23 +19,11 @@ namespace vkube::nodesim {
 using json = nlohmann::json;
 using controllers::ApiResult;
 
-class Client {
- public:
-  explicit Client(apiserver::ApiServer& api) : api_(api) {}
-
-  // Calls METHOD target and decodes the answer. Thread-safe. The caller is a
-  // member of system:masters (vkube host's own component) whose writes are
-  // recorded under the field manager "kubelet".
-  ApiResult call(std::string_view method, std::string_view target, const json& body = nullptr,
-                 std::string_view content_type = "application/json");
-
- private:
-  apiserver::ApiServer& api_;
-};
-
-// Runs fn(0) .. fn(n-1) on `pool` and the calling thread; returns when all
-// are done.
-void parallel(controllers::WritePool& pool, size_t n, const std::function<void(size_t)>& fn);
+// The simulated kubelets' client: a member of system:masters (vkube host's
+// own component; a node identity would need the Node authorizer, which vkube
+// does not have) whose writes are recorded under the field manager "kubelet".
+using Client = controllers::LocalClient;
+Client make_client(apiserver::ApiServer& api);
 
 // API paths.
 std::string node_path(std::string_view name = {}, std::string_view subresource = {});

@@ -70,7 +70,7 @@ void Heartbeat::run() {
       cursor = (cursor + 1) % nodes_.size();
       next += interval;
     }
-    parallel(registrar_.pool, batch.size(), [&](size_t i) { renew(batch[i]); });
+    registrar_.pool.parallel(batch.size(), [&](size_t i) { renew(batch[i]); });
   }
 }
 

@@ -162,7 +162,7 @@ Status Registrar::register_nodes(std::vector<gpu::NodeSpec>& specs) {
   std::mutex mu;
   Status first;
   size_t failed = 0;
-  parallel(pool, specs.size(), [&](size_t i) {
+  pool.parallel(specs.size(), [&](size_t i) {
     Status s = register_node(specs[i]);
     if (s.is_ok()) return;
     std::lock_guard lock(mu);
@@ -195,7 +195,7 @@ Status Registrar::remove_stale(const std::vector<gpu::NodeSpec>& specs) {
   }
   std::mutex mu;
   Status first;
-  parallel(pool, stale.size(), [&](size_t i) {
+  pool.parallel(stale.size(), [&](size_t i) {
     const std::string& node = stale[i];
     static const std::vector<json> kNone;
     auto found = bound.find(node);

@@ -30,7 +30,7 @@ class SimulatorImpl final : public Simulator {
  public:
   SimulatorImpl(apiserver::ApiServer& api, controllers::Informers& informers, Options options)
       : options_(std::move(options)),
-        client_(api),
+        client_(make_client(api)),
         pool_(kWriteThreads),
         informers_(informers),
         registrar_{client_, pool_, informers.cache({"core", "nodes"}),

@@ -10,6 +10,9 @@
 
 namespace vkube::api {
 
+// resource.ParseQuantity, to a number: "100m" -> 0.1, "1Gi" -> 2^30, a JSON
+// number as it is; nullopt for malformed text (or a value not a string or number).
+std::optional<long double> quantity_number(const nlohmann::json& value);
 // The quantity in thousandths: "100m" -> 100, "2" -> 2000, "1Ki" -> 1024000.
 // nullopt for malformed text (or a value not a string or number).
 std::optional<int64_t> quantity_milli(std::string_view text);

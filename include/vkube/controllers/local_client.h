@@ -22,8 +22,10 @@ struct ApiResult {
 
 class LocalClient {
  public:
-  LocalClient(apiserver::ApiServer& api, std::string user)
-      : api_(api), user_(std::move(user)) {}
+  // `user_agent` names the field manager of the writes; empty: kube-
+  // controller-manager's, as the controllers' writes are recorded.
+  LocalClient(apiserver::ApiServer& api, std::string user, std::string user_agent = "")
+      : api_(api), user_(std::move(user)), user_agent_(std::move(user_agent)) {}
 
   // Calls METHOD path (with query) and decodes the JSON answer.
   ApiResult call(std::string_view method, std::string_view target, const json& body = nullptr,
@@ -32,6 +34,7 @@ class LocalClient {
  private:
   apiserver::ApiServer& api_;
   std::string user_;
+  std::string user_agent_;
 };
 
 }  // namespace vkube::controllers

@@ -16,6 +16,10 @@ class WritePool {
   explicit WritePool(size_t threads);
   ~WritePool();
   void submit(std::function<void()> task);
+  // Runs fn(0) .. fn(n-1) on the pool and the calling thread; returns when
+  // all are done. The caller works too, so nested or concurrent use never
+  // waits on a busy pool.
+  void parallel(size_t n, const std::function<void(size_t)>& fn);
   size_t size() const { return size_; }
 
  private:

@@ -8,6 +8,7 @@
 
 #include "kind_util.h"
 #include "pod_spec.h"
+#include "vkube/api/quantity.h"
 #include "vkube/api/validation.h"
 
 namespace vkube::apiserver::builtin {
@@ -19,57 +20,6 @@ using namespace util;
 constexpr const char* kQuantityError =
     "quantities must match the regular expression "
     "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
-
-// resource.ParseQuantity, to a number: "100m" -> 0.1, "1Gi" -> 2^30.
-std::optional<long double> parse_quantity(const json& q) {
-  if (q.is_number()) return q.get<long double>();
-  if (!q.is_string()) return std::nullopt;
-  const std::string s = q.get<std::string>();
-  size_t i = 0;
-  bool negative = false;
-  if (i < s.size() && (s[i] == '+' || s[i] == '-')) negative = s[i++] == '-';
-  size_t start = i;
-  bool digits = false;
-  while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) {
-    digits |= s[i] != '.';
-    ++i;
-  }
-  std::string number = s.substr(start, i - start);
-  if (!digits || number.find('.') != number.rfind('.')) return std::nullopt;
-  // strtold, not stold: a number too large for long double is +inf, not a throw.
-  long double value = std::strtold(number.c_str(), nullptr);
-  std::string suffix = s.substr(i);
-  static const std::pair<const char*, long double> kSuffixes[] = {{"", 1},
-                                                                  {"n", 1e-9},
-                                                                  {"u", 1e-6},
-                                                                  {"m", 1e-3},
-                                                                  {"k", 1e3},
-                                                                  {"M", 1e6},
-                                                                  {"G", 1e9},
-                                                                  {"T", 1e12},
-                                                                  {"P", 1e15},
-                                                                  {"E", 1e18},
-                                                                  {"Ki", 1024.0L},
-                                                                  {"Mi", 1048576.0L},
-                                                                  {"Gi", 1073741824.0L},
-                                                                  {"Ti", 1099511627776.0L},
-                                                                  {"Pi", 1125899906842624.0L},
-                                                                  {"Ei", 1152921504606846976.0L}};
-  std::optional<long double> scale;
-  for (const auto& [name, factor] : kSuffixes) {
-    if (suffix == name) scale = factor;
-  }
-  if (!scale && suffix.size() >= 2 && (suffix[0] == 'e' || suffix[0] == 'E')) {
-    size_t j = 1;
-    if (suffix[j] == '+' || suffix[j] == '-') ++j;
-    bool ok = j < suffix.size();
-    for (size_t k = j; k < suffix.size(); ++k)
-      ok &= std::isdigit(static_cast<unsigned char>(suffix[k])) != 0;
-    if (ok) scale = std::pow(10.0L, std::strtold(suffix.c_str() + 1, nullptr));
-  }
-  if (!scale) return std::nullopt;
-  return (negative ? -value : value) * *scale;
-}
 
 std::string quantity_text(const json& q) {
   return q.is_string() ? q.get<std::string>() : q.dump();
@@ -85,14 +35,14 @@ void validate_resources(const json& res, const std::string& path, FieldErrors& e
     if (list == nullptr) continue;
     for (const auto& [name, q] : list->items()) {
       std::string qp = key(child(path, k), name);
-      std::optional<long double> value = parse_quantity(q);
+      std::optional<long double> value = api::quantity_number(q);
       if (!value) {
         invalid(errs, qp, quantity_text(q), kQuantityError);
         continue;
       }
       if (*value < 0) invalid(errs, qp, quantity_text(q), "must be greater than or equal to 0");
       if (std::string(k) != "requests" || limits == nullptr || !limits->contains(name)) continue;
-      std::optional<long double> limit = parse_quantity((*limits)[name]);
+      std::optional<long double> limit = api::quantity_number((*limits)[name]);
       if (limit && *value > *limit) {
         invalid(errs, qp, quantity_text(q),
                 "must be less than or equal to " + name + " limit of " +

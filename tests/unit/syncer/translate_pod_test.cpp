@@ -3,40 +3,17 @@
 // review the diff).
 #include <catch2/catch.hpp>
 
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
+#include "support/golden.h"
 #include "vkube/syncer/translate_pod.h"
 
 using json = nlohmann::json;
 using vkube::syncer::NameMapper;
 using vkube::syncer::PodContext;
+using vkube::testing::check_golden;
+using vkube::testing::golden_path;
+using vkube::testing::read_json;
 
 namespace {
-
-std::string golden_path(const std::string& name) {
-  return (std::filesystem::path(__FILE__).parent_path() / "golden" / name).string();
-}
-
-json read_json(const std::string& path) {
-  std::ifstream in(path);
-  REQUIRE(in);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return json::parse(ss.str());
-}
-
-void check_golden(const std::string& name, const json& got) {
-  const std::string path = golden_path(name);
-  if (std::getenv("VKUBE_UPDATE_GOLDEN") != nullptr) {
-    std::ofstream(path) << got.dump(2) << "\n";
-  }
-  json want = read_json(path);
-  INFO("got: " << got.dump(2));
-  CHECK(got == want);
-}
 
 PodContext context(const NameMapper& names) {
   PodContext ctx;
@@ -58,10 +35,10 @@ PodContext context(const NameMapper& names) {
 
 TEST_CASE("a tenant GPU pod becomes its host pod (golden)", "[syncer]") {
   NameMapper names("team-a");
-  auto host =
-      vkube::syncer::translate_pod(read_json(golden_path("pod_gpu_app.in.json")), context(names));
+  auto host = vkube::syncer::translate_pod(read_json(golden_path(__FILE__, "pod_gpu_app.in.json")),
+                                           context(names));
   REQUIRE(host.is_ok());
-  check_golden("pod_gpu_app.out.json", *host);
+  check_golden(golden_path(__FILE__, "pod_gpu_app.out.json"), *host);
 }
 
 TEST_CASE("pod translation refuses what the host cannot run and leaves tokens out", "[syncer]") {
@@ -69,7 +46,7 @@ TEST_CASE("pod translation refuses what the host cannot run and leaves tokens ou
   PodContext ctx = context(names);
   ctx.gpu.mig = vkube::gpu::MigMode::kSmallestFit;
   ctx.gpu.host_mig_profiles = {"1g.10gb"};
-  json pod = read_json(golden_path("pod_gpu_app.in.json"));
+  json pod = read_json(golden_path(__FILE__, "pod_gpu_app.in.json"));
   pod["metadata"]["annotations"].erase("gpu-fraction");
   pod["spec"]["containers"][0]["resources"] = {{"limits", {{"nvidia.com/mig-3g.40gb", "1"}}}};
   auto refused = vkube::syncer::translate_pod(pod, ctx);
@@ -79,7 +56,8 @@ TEST_CASE("pod translation refuses what the host cannot run and leaves tokens ou
   // Without a token Secret, no projected token reaches the host at all.
   ctx = context(names);
   ctx.token_secret.clear();
-  auto host = vkube::syncer::translate_pod(read_json(golden_path("pod_gpu_app.in.json")), ctx);
+  auto host =
+      vkube::syncer::translate_pod(read_json(golden_path(__FILE__, "pod_gpu_app.in.json")), ctx);
   REQUIRE(host.is_ok());
   const json& sources = (*host)["spec"]["volumes"][2]["projected"]["sources"];
   REQUIRE(sources.size() == 2);
