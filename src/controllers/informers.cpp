@@ -1,4 +1,5 @@
 #include "vkube/controllers/informers.h"
+#include "vkube/controllers/object_cache.h"
 
 #include <atomic>
 #include <condition_variable>
@@ -31,7 +32,9 @@ bool parse_key(std::string_view key, ResourceKey* r, std::string_view* rest) {
   return !rest->empty();
 }
 
-std::string resource_id(const ResourceKey& r) { return r.group + "/" + r.plural; }
+std::string resource_id(const ResourceKey& r) {
+  return r.group + "/" + r.plural;
+}
 
 ObjectPtr decode(const storage::KeyValue& kv) {
   json obj = json::parse(kv.value, nullptr, false);
@@ -45,120 +48,11 @@ ObjectPtr decode(const storage::KeyValue& kv) {
   return std::make_shared<const json>(std::move(obj));
 }
 
-// The uid of the controller ownerReference, or "".
-std::string controller_uid(const json& obj) {
-  auto m = obj.find("metadata");
-  if (m == obj.end() || !m->is_object()) return {};
-  auto refs = m->find("ownerReferences");
-  if (refs == m->end() || !refs->is_array()) return {};
-  for (const json& r : *refs)
-    if (r.is_object() && r.value("controller", false)) return r.value("uid", "");
-  return {};
-}
-
-class Cache final : public Lister {
- public:
-  ObjectPtr get(std::string_view key) const override {
-    std::shared_lock lock(mu_);
-    auto it = objects_.find(key);
-    return it == objects_.end() ? nullptr : it->second;
-  }
-
-  std::vector<ObjectPtr> list(std::string_view ns) const override {
-    std::shared_lock lock(mu_);
-    std::vector<ObjectPtr> out;
-    if (ns.empty()) {
-      out.reserve(objects_.size());
-      for (const auto& [k, v] : objects_) out.push_back(v);
-      return out;
-    }
-    std::string prefix = std::string(ns) + "/";
-    for (auto it = objects_.lower_bound(prefix);
-         it != objects_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it)
-      out.push_back(it->second);
-    return out;
-  }
-
-  std::vector<ObjectPtr> controlled_by(std::string_view owner_uid) const override {
-    std::shared_lock lock(mu_);
-    std::vector<ObjectPtr> out;
-    auto it = by_owner_.find(std::string(owner_uid));
-    if (it == by_owner_.end()) return out;
-    out.reserve(it->second.size());
-    for (const std::string& k : it->second) {
-      auto o = objects_.find(k);
-      if (o != objects_.end()) out.push_back(o->second);
-    }
-    return out;
-  }
-
-  size_t size() const override {
-    std::shared_lock lock(mu_);
-    return objects_.size();
-  }
-
-  // Returns the previous state.
-  ObjectPtr put(const std::string& key, ObjectPtr obj) {
-    std::unique_lock lock(mu_);
-    ObjectPtr old;
-    auto it = objects_.find(key);
-    if (it != objects_.end()) {
-      old = it->second;
-      unindex(key, *old);
-      it->second = obj;
-    } else {
-      objects_.emplace(key, obj);
-    }
-    std::string uid = controller_uid(*obj);
-    if (!uid.empty()) by_owner_[uid].insert(key);
-    return old;
-  }
-
-  ObjectPtr remove(const std::string& key) {
-    std::unique_lock lock(mu_);
-    auto it = objects_.find(key);
-    if (it == objects_.end()) return nullptr;
-    ObjectPtr old = it->second;
-    unindex(key, *old);
-    objects_.erase(it);
-    return old;
-  }
-
-  std::vector<std::string> keys() const {
-    std::shared_lock lock(mu_);
-    std::vector<std::string> out;
-    for (const auto& [k, v] : objects_) out.push_back(k);
-    return out;
-  }
-
- private:
-  void unindex(const std::string& key, const json& obj) {
-    std::string uid = controller_uid(obj);
-    if (uid.empty()) return;
-    auto it = by_owner_.find(uid);
-    if (it == by_owner_.end()) return;
-    it->second.erase(key);
-    if (it->second.empty()) by_owner_.erase(it);
-  }
-
-  mutable std::shared_mutex mu_;
-  std::map<std::string, ObjectPtr, std::less<>> objects_;
-  std::unordered_map<std::string, std::set<std::string>> by_owner_;
-};
-
 }  // namespace
-
-ObjectPtr Lister::get(std::string_view ns, std::string_view name) const {
-  if (ns.empty()) return get(name);
-  std::string key;
-  key.reserve(ns.size() + name.size() + 1);
-  key.append(ns).append("/").append(name);
-  return get(key);
-}
 
 struct Informers::State {
   storage::Backend& store;
-  std::unordered_map<std::string, std::unique_ptr<Cache>> caches;
+  std::unordered_map<std::string, std::unique_ptr<ObjectCache>> caches;
   std::unordered_map<std::string, std::vector<Handler>> handlers;
   std::vector<Handler> any_handlers;
   // What uncached resources hold, for deletes seen by any-handlers: the
@@ -177,7 +71,7 @@ struct Informers::State {
 
   explicit State(storage::Backend& s) : store(s) {}
 
-  Cache* cache_of(const ResourceKey& r) {
+  ObjectCache* cache_of(const ResourceKey& r) {
     auto it = caches.find(resource_id(r));
     return it == caches.end() ? nullptr : it->second.get();
   }
@@ -194,7 +88,7 @@ struct Informers::State {
     ResourceKey r;
     std::string_view rest;
     if (!parse_key(storage_key, &r, &rest)) return;
-    Cache* cache = cache_of(r);
+    ObjectCache* cache = cache_of(r);
     if (cache == nullptr && any_handlers.empty()) return;
     ObjectEvent e;
     e.resource = r;
@@ -249,7 +143,7 @@ struct Informers::State {
       ResourceKey r;
       std::string_view rest;
       if (!parse_key(kv.key, &r, &rest)) continue;
-      if (Cache* c = cache_of(r)) {
+      if (ObjectCache* c = cache_of(r)) {
         ObjectPtr cur = c->get(rest);
         if (cur && (*cur)["metadata"].value("resourceVersion", "") ==
                        (*obj)["metadata"].value("resourceVersion", ""))
@@ -325,11 +219,13 @@ struct Informers::State {
 
 Informers::Informers(storage::Backend& store) : state_(std::make_unique<State>(store)) {}
 
-Informers::~Informers() { stop(); }
+Informers::~Informers() {
+  stop();
+}
 
 const Lister& Informers::cache(const ResourceKey& resource) {
   auto& c = state_->caches[resource_id(resource)];
-  if (!c) c = std::make_unique<Cache>();
+  if (!c) c = std::make_unique<ObjectCache>();
   return *c;
 }
 
@@ -338,7 +234,9 @@ void Informers::on_event(const ResourceKey& resource, Handler handler) {
   state_->handlers[resource_id(resource)].push_back(std::move(handler));
 }
 
-void Informers::on_any_event(Handler handler) { state_->any_handlers.push_back(std::move(handler)); }
+void Informers::on_any_event(Handler handler) {
+  state_->any_handlers.push_back(std::move(handler));
+}
 
 Status Informers::start() {
   VKUBE_RETURN_IF_ERROR(state_->relist());
@@ -366,6 +264,8 @@ bool Informers::sync(std::chrono::milliseconds timeout) {
   return wait_for(state_->store.current_revision(), timeout);
 }
 
-storage::Revision Informers::dispatched_revision() const { return state_->dispatched.load(); }
+storage::Revision Informers::dispatched_revision() const {
+  return state_->dispatched.load();
+}
 
 }  // namespace vkube::controllers

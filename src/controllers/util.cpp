@@ -11,11 +11,6 @@ std::string meta(const json& obj, std::string_view field) {
   return f != m->end() && f->is_string() ? f->get<std::string>() : std::string();
 }
 
-std::string object_key(const json& obj) {
-  std::string ns = meta(obj, "namespace");
-  return ns.empty() ? meta(obj, "name") : ns + "/" + meta(obj, "name");
-}
-
 std::pair<std::string, std::string> split_key(std::string_view key) {
   auto slash = key.find('/');
   if (slash == std::string_view::npos) return {"", std::string(key)};
@@ -75,7 +70,9 @@ bool pod_condition_true(const json& pod, std::string_view type) {
   return c != nullptr && c->value("status", "") == "True";
 }
 
-bool pod_ready(const json& pod) { return pod_condition_true(pod, "Ready"); }
+bool pod_ready(const json& pod) {
+  return pod_condition_true(pod, "Ready");
+}
 
 bool pod_active(const json& pod) {
   std::string phase = pod_phase(pod);
@@ -91,8 +88,8 @@ bool pod_available(const json& pod, int64_t min_ready_seconds, TimePoint now) {
   return *since + std::chrono::seconds(min_ready_seconds) <= now;
 }
 
-json pod_from_template(const json& pod_template, const json& owner, std::string_view generate_prefix,
-                       std::string_view name) {
+json pod_from_template(const json& pod_template, const json& owner,
+                       std::string_view generate_prefix, std::string_view name) {
   json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", json::object()}};
   json& m = pod["metadata"];
   const json empty = json::object();

@@ -13,6 +13,7 @@
 
 #include "vkube/api/selector.h"
 #include "vkube/controllers/local_client.h"
+#include "vkube/controllers/object_cache.h"
 
 namespace vkube::controllers {
 
@@ -21,8 +22,7 @@ using TimePoint = std::chrono::system_clock::time_point;
 
 // metadata.<field> as a string ("" when absent or not a string).
 std::string meta(const json& obj, std::string_view field);
-// "ns/name" for namespaced objects, "name" otherwise.
-std::string object_key(const json& obj);
+// object_key(obj) ("ns/name", or "name") comes from object_cache.h.
 // {"ns", "name"} from "ns/name"; {"", "name"} from "name".
 std::pair<std::string, std::string> split_key(std::string_view key);
 
@@ -48,8 +48,8 @@ bool pod_available(const json& pod, int64_t min_ready_seconds, TimePoint now);
 // template labels, annotations and finalizers, generateName
 // "<generate_prefix>" (or name when `name` is set), the owner's namespace,
 // a controller ownerReference to the owner, the template's spec.
-json pod_from_template(const json& pod_template, const json& owner, std::string_view generate_prefix,
-                       std::string_view name = {});
+json pod_from_template(const json& pod_template, const json& owner,
+                       std::string_view generate_prefix, std::string_view name = {});
 
 // A workload's spec.selector (metav1.LabelSelector). nullopt when absent or
 // invalid: such a selector selects nothing.
