@@ -32,7 +32,7 @@ packages=(
   libboost1.81-dev librocksdb-dev libssl-dev libprotobuf-dev protobuf-compiler
   nlohmann-json3-dev libyaml-cpp-dev catch2
   # real clients and reference servers for tests and benchmarks
-  python3-kubernetes etcd-server unzip curl openssl procps
+  python3-kubernetes etcd-server unzip curl openssl procps dnsutils
 )
 
 missing=()
