@@ -96,11 +96,14 @@ http::Response create_object(Context& c, json obj, bool track) {
   if (r.plural == "services" && r.gv.group.empty()) {
     if (auto err = c.server.service_ips().assign(obj, c.dry_run())) return error_response(*err);
   }
+  // Last, as kube runs ResourceQuota after every other admission plugin.
+  if (auto err = admit_gpu_quota(c, obj, name)) return error_response(*err);
   if (c.dry_run()) return object_response(c, 201, std::move(obj));
 
   auto kv = c.server.backend().create(c.key(name), encode_for_storage(obj));
   if (!kv.is_ok()) {
     if (r.plural == "services" && r.gv.group.empty()) c.server.service_ips().release(obj);
+    release_gpu_quota(c, obj);
     return error_response(storage_error(c, kv.status(), name));
   }
   meta["resourceVersion"] = std::to_string(kv->mod_revision);

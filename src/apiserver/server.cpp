@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "authz.h"
+#include "gpu_quota.h"
 #include "server_impl.h"
 #include "service_ips.h"
 #include "vkube/common/log.h"
@@ -22,6 +23,11 @@ Server::Server(Options options)
       service_ips_(std::make_unique<ServiceIpAllocator>(options_.service_cidr)),
       authorizer_(std::make_unique<Authorizer>(options_.backend)) {
   service_ips_->set_backend(options_.backend);
+  if (!options_.gpu_quota.empty() && options_.backend != nullptr) {
+    gpu_quota_ = std::make_unique<GpuQuotaAdmission>(
+        options_.backend, Registry::storage_prefix(*registry_.find("", "v1", "pods")),
+        options_.gpu_quota);
+  }
 }
 
 Server::~Server() { shutdown(); }
@@ -51,6 +57,7 @@ void Server::shutdown() {
   ready_ = false;
   watches_->shutdown();
   authorizer_->shutdown();
+  if (gpu_quota_) gpu_quota_->shutdown();
 }
 
 namespace {

@@ -20,6 +20,7 @@ namespace vkube::apiserver {
 class WatchDispatcher;
 class ServiceIpAllocator;
 class Authorizer;
+class GpuQuotaAdmission;
 
 class Server final : public ApiServer {
  public:
@@ -39,6 +40,8 @@ class Server final : public ApiServer {
   WatchDispatcher& watches() { return *watches_; }
   ServiceIpAllocator& service_ips() { return *service_ips_; }
   Authorizer& authorizer() { return *authorizer_; }
+  // nullptr when the tenant has no GPU quota.
+  GpuQuotaAdmission* gpu_quota() { return gpu_quota_.get(); }
   bool ready() const { return ready_; }
 
  private:
@@ -53,6 +56,7 @@ class Server final : public ApiServer {
   std::unique_ptr<WatchDispatcher> watches_;
   std::unique_ptr<ServiceIpAllocator> service_ips_;
   std::unique_ptr<Authorizer> authorizer_;
+  std::unique_ptr<GpuQuotaAdmission> gpu_quota_;
   std::atomic<bool> ready_{false};
   std::atomic<size_t> inflight_{0};
   std::atomic<size_t> inflight_mutating_{0};
@@ -123,6 +127,11 @@ std::optional<ApiError> admit_pod_security(Context& c, const json& pod, const st
                                            const std::string& name);
 std::optional<ApiError> admit_namespace(Context& c, const std::string& ns,
                                         const std::string& name);
+// GPU quota admission (gpu_quota.cpp): kForbidden with kube ResourceQuota's
+// message for a pod past the tenant's GPU quota; what an admitted pod counts
+// is reserved until its write is seen, or release_gpu_quota after it failed.
+std::optional<ApiError> admit_gpu_quota(Context& c, const json& pod, const std::string& name);
+void release_gpu_quota(Context& c, const json& pod);
 // The response for an object read or written: JSON, or a Table when asked.
 http::Response object_response(Context& c, int code, json obj);
 // Maps a storage error for object `name` of the context's resource.

@@ -13,6 +13,7 @@
 #include "vkube/apiserver/apiserver.h"
 #include "vkube/common/log.h"
 #include "vkube/controllers/manager.h"
+#include "vkube/gpu/quota.h"
 #include "vkube/pki/pki.h"
 #include "vkube/schema/schema.h"
 #include "vkube/storage/rocksdb_backend.h"
@@ -130,6 +131,9 @@ class TenantImpl final : public Tenant {
     apiserver::Options ao;
     ao.backend = cache_.get();
     ao.pod_security = o.pod_security;
+    auto gpu_quota = gpu::parse_gpu_quota(o.gpu_quota);
+    if (!gpu_quota.is_ok()) return gpu_quota.status();
+    ao.gpu_quota = std::move(gpu_quota).value();
     auto sa_key = service_account_key(o.data_dir + "/pki/service-account.key");
     if (!sa_key.is_ok()) return sa_key.status();
     ao.service_account_key = std::move(sa_key).value();

@@ -44,6 +44,8 @@ struct TenantOptions {
   // "baseline" (no privileged pods reach the shared host); the host itself
   // runs what its operators deploy.
   std::string pod_security = "baseline";
+  // The tenant's GPU quota, as --gpu-quota (gpu::parse_gpu_quota); empty: none.
+  std::string gpu_quota;
   std::vector<Component> components;
 };
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "vkube/gpu/quota.h"
 #include "vkube/http/server.h"
 #include "vkube/storage/backend.h"
 
@@ -40,6 +41,9 @@ struct Options {
   // extra capabilities and unconfined seccomp refused at create) or
   // "restricted" (enforced as baseline for now).
   std::string pod_security = "privileged";
+  // The tenant's GPU quota (gpu::parse_gpu_quota), enforced at pod create
+  // with kube ResourceQuota's 403; empty: none.
+  gpu::GpuQuota gpu_quota;
   // Requests handled at once before 429 (mutating and read-only).
   size_t max_requests_inflight = 400;
   size_t max_mutating_inflight = 200;
