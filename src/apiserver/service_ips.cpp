@@ -83,8 +83,9 @@ std::optional<ApiError> ServiceIpAllocator::assign(json& svc, bool dry_run) {
     } else if (!requested.empty()) {
       auto ip = parse_ipv4(requested);
       if (!ip || *ip < base_ || *ip >= base_ + size_)
-        return fail("spec.clusterIPs", requested,
-                    "failed to allocate IP " + requested + ": provided IP is not in the valid range");
+        return fail(
+            "spec.clusterIPs", requested,
+            "failed to allocate IP " + requested + ": provided IP is not in the valid range");
       if (ips_.count(*ip))
         return fail("spec.clusterIPs", requested,
                     "failed to allocate IP " + requested + ": provided IP is already allocated");
@@ -111,7 +112,9 @@ std::optional<ApiError> ServiceIpAllocator::assign(json& svc, bool dry_run) {
           int np = p["nodePort"].get<int>();
           std::string field = "spec.ports[" + std::to_string(i) + "].nodePort";
           if (np < kPortMin || np > kPortMax)
-            return fail(field, np, "provided port is not in the valid range. The range of valid ports is 30000-32767");
+            return fail(
+                field, np,
+                "provided port is not in the valid range. The range of valid ports is 30000-32767");
           if (ports_.count(np)) return fail(field, np, "provided port is already allocated");
           new_ports.push_back(np);
           continue;
@@ -123,7 +126,8 @@ std::optional<ApiError> ServiceIpAllocator::assign(json& svc, bool dry_run) {
               std::find(new_ports.begin(), new_ports.end(), candidate) == new_ports.end())
             np = candidate;
         }
-        if (np == 0) return ApiError(Status::internal("failed to allocate a nodePort: range is full"));
+        if (np == 0)
+          return ApiError(Status::internal("failed to allocate a nodePort: range is full"));
         p["nodePort"] = np;
         new_ports.push_back(np);
       }
@@ -149,6 +153,15 @@ void ServiceIpAllocator::release(const json& svc) {
   for (const json& p : spec.value("ports", json::array()))
     if (p.is_object() && p.contains("nodePort") && p["nodePort"].is_number_integer())
       ports_.erase(p["nodePort"].get<int>());
+}
+
+void ServiceIpAllocator::adopt(const json& old, const json& next) {
+  std::lock_guard lock(mu_);
+  load_locked();
+  if (auto ip = parse_ipv4(old.value("spec", json::object()).value("clusterIP", "")))
+    ips_.erase(*ip);
+  if (auto ip = parse_ipv4(next.value("spec", json::object()).value("clusterIP", "")))
+    ips_.insert(*ip);
 }
 
 }  // namespace vkube::apiserver

@@ -27,6 +27,10 @@ class ServiceIpAllocator {
   std::optional<ApiError> assign(nlohmann::json& svc, bool dry_run);
   // Returns a deleted Service's addresses to the pools.
   void release(const nlohmann::json& svc);
+  // The cluster IP of a Service moves from `old`'s to `next`'s (the syncer
+  // adopting the address the host cluster assigned; it may lie outside this
+  // range, where it is only recorded).
+  void adopt(const nlohmann::json& old, const nlohmann::json& next);
 
  private:
   void load_locked();

@@ -5,8 +5,24 @@
 #include "object.h"
 #include "scale.h"
 #include "server_impl.h"
+#include "service_ips.h"
 
 namespace vkube::apiserver {
+
+namespace {
+// The user the syncer writes tenant objects as (src/syncer).
+constexpr std::string_view kSyncerUser = "system:vkube:syncer";
+
+bool adopts_host_ip(const Context& c, const json& cur, const json& next) {
+  if (c.user.name != kSyncerUser || c.resource().plural != "services" ||
+      !c.resource().gv.group.empty())
+    return false;
+  const std::string before = str_at(cur.value("spec", json::object()), "clusterIP");
+  const std::string after = str_at(next.value("spec", json::object()), "clusterIP");
+  return !before.empty() && !after.empty() && before != after && before != "None" &&
+         after != "None";
+}
+}  // namespace
 
 http::Response guaranteed_update(Context& c, const Transform& transform) {
   return guaranteed_update(c, transform,
@@ -29,7 +45,8 @@ http::Response guaranteed_update(Context& c, const Transform& transform, const F
     auto next_r = transform(cur);
     if (!next_r.is_ok()) {
       if (next_r.status().code() == Code::kInvalid)
-        return error_response(ApiError(next_r.status(), {{"name", name}, {"kind", c.resource().kind}}));
+        return error_response(
+            ApiError(next_r.status(), {{"name", name}, {"kind", c.resource().kind}}));
       return error_response(next_r.status());
     }
     json next = std::move(next_r).value();
@@ -59,7 +76,18 @@ http::Response guaranteed_update(Context& c, const Transform& transform, const F
     prepare_update(c, cur, next);
     fields(cur, next);
     if (c.info.subresource.empty()) {
-      if (auto err = validate_object(c, next, &cur)) return error_response(*err);
+      // A cluster IP may not change, except for the syncer, which gives a
+      // tenant Service the address the host cluster assigned to its copy.
+      json adopted;
+      const bool adopts = adopts_host_ip(c, cur, next);
+      if (adopts) {
+        adopted = cur;
+        adopted["spec"]["clusterIP"] = next["spec"]["clusterIP"];
+        adopted["spec"]["clusterIPs"] = next["spec"].value("clusterIPs", json::array());
+      }
+      if (auto err = validate_object(c, next, adopts ? &adopted : &cur))
+        return error_response(*err);
+      if (adopts && !c.dry_run()) c.server.service_ips().adopt(cur, next);
     }
     const auto expected = std::stoll(cur_rv);
     auto committed = commit_update(c, key, cur, next, expected);
@@ -90,8 +118,10 @@ http::Response handle_update(Context& c) {
       json next = cur;
       VKUBE_RETURN_IF_ERROR(apply_scale(obj, next));
       std::string rv = str_at(obj["metadata"], "resourceVersion");
-      if (rv.empty()) next["metadata"].erase("resourceVersion");
-      else next["metadata"]["resourceVersion"] = rv;
+      if (rv.empty())
+        next["metadata"].erase("resourceVersion");
+      else
+        next["metadata"]["resourceVersion"] = rv;
       return next;
     });
   }

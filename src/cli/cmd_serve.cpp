@@ -6,7 +6,9 @@
 
 #include "command.h"
 #include "tenant.h"
+#include "tenant_sync.h"
 #include "vkube/common/log.h"
+#include "vkube/gpu/quota.h"
 
 namespace vkube::cli {
 
@@ -58,10 +60,17 @@ int run_serve(const Args& args) {
       "pod-security", "baseline",
       "Pod Security level of namespaces without the pod-security.kubernetes.io/enforce label: "
       "privileged, baseline or restricted (enforced as baseline for now)");
+  std::string& gpu_quota = flags.add_string(
+      "gpu-quota", "",
+      "the tenant's GPU quota, checked at pod create: gpus=N (whole GPUs), milli=N (all GPU in "
+      "thousandths), model:<nvidia.com/gpu.product>=N (GPUs on that model), comma-separated");
+  SyncFlags sync_flags = add_sync_flags(flags);
   if (int rc = parse_or_exit(flags, log_flags, args); rc >= 0) return rc;
   if (data_dir.empty()) return fail("--data-dir is required");
   if (pod_security != "privileged" && pod_security != "baseline" && pod_security != "restricted")
     return fail("--pod-security must be privileged, baseline or restricted, got '" + pod_security + "'");
+  if (auto q = gpu::parse_gpu_quota(gpu_quota); !q.is_ok())
+    return fail("--gpu-quota: " + q.status().message());
 
   block_signals();
   const auto t0 = std::chrono::steady_clock::now();
@@ -71,7 +80,13 @@ int run_serve(const Args& args) {
   o.name = name;
   o.token_auth_file = token_file;
   o.pod_security = pod_security;
+  o.gpu_quota = gpu_quota;
   o.tls_sans = split_list(sans);
+  std::string listen_host = listen.substr(0, listen.rfind(':'));
+  auto components = sync_components(sync_flags, name, listen_host == "0.0.0.0" ? "127.0.0.1" : listen_host,
+                                    data_dir, gpu_quota);
+  if (!components.is_ok()) return fail(components.status().message());
+  o.components = std::move(components).value();
   auto tenant = Tenant::start(o);
   if (!tenant.is_ok()) return fail(tenant.status().message());
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

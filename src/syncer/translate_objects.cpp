@@ -68,4 +68,41 @@ Result<json> translate_service(const json& tenant_svc, const ObjectContext& ctx)
   return host;
 }
 
+Result<json> translate_pvc(const json& tenant_pvc, const ObjectContext& ctx) {
+  auto host = host_shell(tenant_pvc, ctx);
+  if (!host.is_ok()) return host.status();
+  const json tspec = tenant_pvc.value("spec", json::object());
+  json spec = json::object();
+  for (const char* field :
+       {"accessModes", "resources", "storageClassName", "volumeMode", "volumeAttributesClassName"})
+    if (auto it = tspec.find(field); it != tspec.end()) spec[field] = *it;
+  const std::string ns = tenant_pvc.value("metadata", json::object()).value("namespace", "");
+  for (const char* field : {"dataSource", "dataSourceRef"}) {
+    auto it = tspec.find(field);
+    if (it == tspec.end() || !it->is_object()) continue;
+    json ref = *it;
+    if (ref.value("kind", "") == "PersistentVolumeClaim" && ref.value("apiGroup", "").empty())
+      ref["name"] = ctx.names->host_name(ns, ref.value("name", ""));
+    spec[field] = std::move(ref);
+  }
+  // The claim binds to whatever the host provisions: kube's annotations of
+  // a binding done in the tenant mean nothing there.
+  json& annotations = (*host)["metadata"]["annotations"];
+  for (const char* a :
+       {"pv.kubernetes.io/bind-completed", "pv.kubernetes.io/bound-by-controller",
+        "volume.kubernetes.io/selected-node", "volume.kubernetes.io/storage-provisioner",
+        "volume.beta.kubernetes.io/storage-provisioner"})
+    annotations.erase(a);
+  (*host)["spec"] = std::move(spec);
+  return host;
+}
+
+json tenant_pvc_status(const json& host_pvc) {
+  const json status = host_pvc.value("status", json::object());
+  json out = json::object();
+  for (const char* field : {"phase", "capacity", "accessModes", "conditions", "allocatedResources"})
+    if (auto it = status.find(field); it != status.end()) out[field] = *it;
+  return out;
+}
+
 }  // namespace vkube::syncer

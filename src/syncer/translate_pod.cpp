@@ -155,17 +155,47 @@ Result<json> translate_pod(const json& tenant_pod, const PodContext& ctx) {
   spec.erase("serviceAccountName");  // the host namespace's default account, without its token
   spec["automountServiceAccountToken"] = false;
   spec["enableServiceLinks"] = false;  // the host's Services are not the tenant's
+  // Priority is the tenant's as a whole, set by the operator: a tenant
+  // cannot outrank the others by naming a class of its own.
+  spec.erase("priority");
+  spec.erase("priorityClassName");
+  if (!ctx.priority_class.empty()) spec["priorityClassName"] = ctx.priority_class;
   if (auto vs = spec.find("volumes"); vs != spec.end() && vs->is_array())
     for (json& v : *vs) rename_volume(v, ctx, ns);
   if (auto ps = spec.find("imagePullSecrets"); ps != spec.end() && ps->is_array())
     for (json& p : *ps) rename(p, "name", *ctx.names, ns);
   const bool links = tenant_pod.value("spec", json::object()).value("enableServiceLinks", true);
   const json links_env = links ? service_env(ctx.services) : json::array();
+  constexpr const char* kAccessPath = "/var/run/secrets/kubernetes.io/serviceaccount";
+  constexpr const char* kAccessVolume = "vkube-api-access";
+  bool access_mounted = false;
+  json api_env = json::array();
+  if (!ctx.api_host.empty()) {
+    const std::string port = std::to_string(ctx.api_port);
+    api_env = {{{"name", "KUBERNETES_SERVICE_HOST"}, {"value", ctx.api_host}},
+               {{"name", "KUBERNETES_SERVICE_PORT"}, {"value", port}},
+               {{"name", "KUBERNETES_SERVICE_PORT_HTTPS"}, {"value", port}}};
+  }
   for (const char* list : {"initContainers", "containers", "ephemeralContainers"}) {
     auto cs = spec.find(list);
     if (cs == spec.end() || !cs->is_array()) continue;
     for (json& c : *cs) {
       rename_container(c, *ctx.names, ns);
+      if (!ctx.api_access_secret.empty() && std::string(list) != "ephemeralContainers") {
+        bool mounted = false;
+        for (const json& m : c.value("volumeMounts", json::array()))
+          mounted = mounted || (m.is_object() && m.value("mountPath", "") == kAccessPath);
+        if (!mounted) {
+          c["volumeMounts"].push_back(
+              {{"name", kAccessVolume}, {"mountPath", kAccessPath}, {"readOnly", true}});
+          access_mounted = true;
+        }
+      }
+      if (!api_env.empty()) {
+        json env = api_env;
+        for (const json& e : c.value("env", json::array())) env.push_back(e);
+        c["env"] = std::move(env);
+      }
       if (links_env.empty()) continue;
       // Service variables first: the container's own of the same name win.
       json env = links_env;
@@ -173,6 +203,10 @@ Result<json> translate_pod(const json& tenant_pod, const PodContext& ctx) {
       c["env"] = std::move(env);
     }
   }
+  if (access_mounted)
+    spec["volumes"].push_back(
+        {{"name", kAccessVolume},
+         {"secret", {{"secretName", ctx.api_access_secret}, {"defaultMode", 420}}}});
   if (!ctx.dns_ip.empty() && spec.value("dnsPolicy", "ClusterFirst") != "Default" &&
       !spec.value("hostNetwork", false)) {
     spec["dnsPolicy"] = "None";

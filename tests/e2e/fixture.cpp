@@ -46,8 +46,8 @@ Cluster::Cluster(const std::string& token_auth_csv) {
   std::string tmpl = (fs::temp_directory_path() / "vkube-e2e-XXXXXX").string();
   if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
   dir_ = tmpl;
-  std::vector<std::string> argv = {VKUBE_BINARY, "serve", "--data-dir", dir_ + "/data", "--listen",
-                                   "127.0.0.1:0"};
+  std::vector<std::string> argv = {VKUBE_BINARY,   "serve",    "--data-dir",
+                                   dir_ + "/data", "--listen", "127.0.0.1:0"};
   if (!token_auth_csv.empty()) {
     write_file(dir_ + "/tokens.csv", token_auth_csv);
     argv.insert(argv.end(), {"--token-auth-file", dir_ + "/tokens.csv"});
@@ -59,8 +59,8 @@ Cluster::Cluster(const Host& host) {
   std::string tmpl = (fs::temp_directory_path() / "vkube-e2e-XXXXXX").string();
   if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
   dir_ = tmpl;
-  std::vector<std::string> argv = {VKUBE_BINARY, "host", "--data-dir", dir_ + "/data", "--listen",
-                                   "127.0.0.1:0"};
+  std::vector<std::string> argv = {VKUBE_BINARY,   "host",     "--data-dir",
+                                   dir_ + "/data", "--listen", "127.0.0.1:0"};
   for (const auto& [name, content] : host.files) write_file(dir_ + "/" + name, content);
   for (std::string arg : host.args) {
     if (size_t at = arg.find("{dir}"); at != std::string::npos) arg.replace(at, 5, dir_);
@@ -69,8 +69,30 @@ Cluster::Cluster(const Host& host) {
   start(std::move(argv));
 }
 
+Cluster::Cluster(const Serve& serve) {
+  std::string tmpl = (fs::temp_directory_path() / "vkube-e2e-XXXXXX").string();
+  if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  dir_ = tmpl;
+  std::vector<std::string> argv = {VKUBE_BINARY,   "serve",    "--data-dir",
+                                   dir_ + "/data", "--listen", "127.0.0.1:0"};
+  for (std::string arg : serve.args) {
+    if (size_t at = arg.find("{dir}"); at != std::string::npos) arg.replace(at, 5, dir_);
+    argv.push_back(std::move(arg));
+  }
+  start(std::move(argv));
+}
+
+void Cluster::restart(int signal) {
+  server_->stop(signal, seconds(10));
+  // The "serving" line is looked for in a fresh stdout file (the earlier
+  // run's is kept beside it; the log starts anew).
+  fs::rename(dir_ + "/server.out", dir_ + "/server.out." + std::to_string(next_command_++));
+  start(argv_);
+}
+
 void Cluster::start(std::vector<std::string> argv) {
   fs::create_directories(dir_ + "/kube-cache");
+  argv_ = argv;
   Spawn s;
   s.argv = std::move(argv);
   s.out_path = dir_ + "/server.out";
@@ -147,13 +169,16 @@ Process Cluster::kubectl_background(const std::vector<std::string>& args) {
 }
 
 std::string Cluster::token_kubeconfig(const std::string& user, const std::string& token) {
-  return file(user + ".kubeconfig", "apiVersion: v1\nkind: Config\nclusters:\n- name: vkube\n"
-                                    "  cluster:\n    server: " + url_ +
-                                    "\n    certificate-authority: " + dir_ + "/data/pki/ca.crt\n"
-                                    "users:\n- name: " + user + "\n  user:\n    token: " + token +
-                                    "\ncontexts:\n- name: " + user + "\n  context:\n"
-                                    "    cluster: vkube\n    user: " + user +
-                                    "\ncurrent-context: " + user + "\n");
+  return file(user + ".kubeconfig",
+              "apiVersion: v1\nkind: Config\nclusters:\n- name: vkube\n"
+              "  cluster:\n    server: " +
+                  url_ + "\n    certificate-authority: " + dir_ +
+                  "/data/pki/ca.crt\n"
+                  "users:\n- name: " +
+                  user + "\n  user:\n    token: " + token + "\ncontexts:\n- name: " + user +
+                  "\n  context:\n"
+                  "    cluster: vkube\n    user: " +
+                  user + "\ncurrent-context: " + user + "\n");
 }
 
 std::string Cluster::file(const std::string& name, const std::string& content) {

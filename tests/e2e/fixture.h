@@ -38,6 +38,11 @@ class Cluster {
     std::vector<std::pair<std::string, std::string>> files;
   };
   explicit Cluster(const Host& host);
+  // `vkube serve` with these extra flags ("{dir}" as for Host).
+  struct Serve {
+    std::vector<std::string> args;
+  };
+  explicit Cluster(const Serve& serve);
   ~Cluster();
   Cluster(const Cluster&) = delete;
   Cluster& operator=(const Cluster&) = delete;
@@ -73,6 +78,9 @@ class Cluster {
   // Sends SIGTERM and returns the server's exit code (the destructor does this
   // too); the server must have stopped within 10 s.
   int stop();
+  // Stops the server with `signal` (SIGKILL: a crash) and starts it again on
+  // the same data directory and flags (a new port: the kubeconfig follows).
+  void restart(int signal);
 
  private:
   Spawn spawn(const std::vector<std::string>& argv);
@@ -82,6 +90,7 @@ class Cluster {
   std::string kubeconfig_;
   std::string url_;
   std::unique_ptr<Process> server_;
+  std::vector<std::string> argv_;
   int next_command_ = 0;
 };
 

@@ -28,4 +28,13 @@ Result<nlohmann::json> translate_config(const nlohmann::json& tenant_obj, const 
 Result<nlohmann::json> translate_service(const nlohmann::json& tenant_svc,
                                          const ObjectContext& ctx);
 
+// PersistentVolumeClaim: access modes, resources, storage class, volume mode
+// and a data source (another claim of the tenant, renamed) kept; the volume
+// name and selector are the host's business (they name host volumes).
+Result<nlohmann::json> translate_pvc(const nlohmann::json& tenant_pvc, const ObjectContext& ctx);
+
+// The tenant claim's status from the host claim's: phase, capacity, access
+// modes and conditions.
+nlohmann::json tenant_pvc_status(const nlohmann::json& host_pvc);
+
 }  // namespace vkube::syncer

@@ -33,6 +33,18 @@ struct PodContext {
   // with a host token); empty: those sources are dropped.
   std::string token_secret;
   std::string cluster_domain = "cluster.local";
+  // The host PriorityClass every host pod gets; empty: none. The tenant's
+  // own priority classes exist only in the tenant, so they never travel.
+  std::string priority_class;
+  // A host Secret (keys token, ca.crt, namespace) with the pod's service
+  // account credentials for the tenant's API, mounted where kube mounts
+  // them (/var/run/secrets/kubernetes.io/serviceaccount) in every container
+  // that does not mount that path itself; empty: none.
+  std::string api_access_secret;
+  // Where host pods reach the tenant's API: KUBERNETES_SERVICE_HOST/_PORT
+  // (the host's kubelet would point them at the host's API). Empty: unset.
+  std::string api_host;
+  int api_port = 443;
 };
 
 // The host pod for `tenant_pod`:
@@ -42,12 +54,14 @@ struct PodContext {
 //   (volumes, projected sources, env and envFrom);
 // - no nodeName (the host's scheduler places it), no host service account
 //   token (automountServiceAccountToken false; projected serviceAccountToken
-//   sources read ctx.token_secret instead), no host service links;
+//   sources read ctx.token_secret instead), no host service links; the
+//   tenant's credentials (ctx.api_access_secret) and API address instead;
 // - kube's service environment variables for the tenant's Services;
 // - downward-API references to metadata.name/namespace/uid read the
 //   tenant's (from the ownership marks), not the host pod's;
 // - a dnsConfig pointing at vkube's DNS with the tenant's search path;
-// - GPU requests, scheduler name and queue labels per the tenant's policy.
+// - GPU requests, scheduler name and queue labels per the tenant's policy;
+//   the priority class the tenant's (ctx.priority_class), not the pod's.
 // kInvalid when the pod's GPU request cannot be served by the host.
 Result<nlohmann::json> translate_pod(const nlohmann::json& tenant_pod, const PodContext& ctx);
 

@@ -5,6 +5,7 @@
 
 #include "kind_util.h"
 #include "pod_spec.h"
+#include "vkube/api/quantity.h"
 
 namespace vkube::apiserver::builtin {
 
@@ -142,6 +143,20 @@ void default_tolerations(json& spec) {
   if (!unreachable) add("node.kubernetes.io/unreachable");
 }
 
+// A quantity sent as a JSON number is stored as kube serializes it: a
+// string ("2", "500m").
+void quantities_as_strings(json* list) {
+  if (list == nullptr || !list->is_object()) return;
+  for (auto it = list->begin(); it != list->end(); ++it) {
+    if (!it->is_number()) continue;
+    if (it->is_number_integer()) {
+      *it = it->dump();
+    } else if (auto milli = api::quantity_milli(*it)) {
+      *it = *milli % 1000 == 0 ? std::to_string(*milli / 1000) : std::to_string(*milli) + "m";
+    }
+  }
+}
+
 // Requests default to limits for resources that only have a limit.
 void default_requests(json& spec, const char* k) {
   json* list = get_array(spec, k);
@@ -149,6 +164,8 @@ void default_requests(json& spec, const char* k) {
   for (json& c : *list) {
     json* res = get_object(c, "resources");
     if (res == nullptr) continue;
+    quantities_as_strings(get_object(*res, "limits"));
+    quantities_as_strings(get_object(*res, "requests"));
     const json* limits = get_object(*res, "limits");
     if (limits == nullptr) continue;
     json* requests = ensure_object(*res, "requests");

@@ -14,6 +14,19 @@ using vkube::testing::read_json;
 
 namespace {}  // namespace
 
+TEST_CASE("a host claim's status becomes the tenant claim's", "[syncer]") {
+  json host = {{"status",
+                {{"phase", "Bound"},
+                 {"capacity", {{"storage", "100Gi"}}},
+                 {"accessModes", {"ReadWriteOnce"}},
+                 {"extra", 1}}}};
+  json s = vkube::syncer::tenant_pvc_status(host);
+  CHECK(s["phase"] == "Bound");
+  CHECK(s["capacity"]["storage"] == "100Gi");
+  CHECK_FALSE(s.contains("extra"));
+  CHECK(vkube::syncer::tenant_pvc_status(json::object()).empty());
+}
+
 TEST_CASE("config maps, secrets and services become their host objects (golden)", "[syncer]") {
   NameMapper names("team-a");
   ObjectContext ctx{&names,
@@ -34,5 +47,8 @@ TEST_CASE("config maps, secrets and services become their host objects (golden)"
     REQUIRE(r.is_ok());
     got[k] = *r;
   }
+  auto pvc = vkube::syncer::translate_pvc(in["pvc"], ctx);
+  REQUIRE(pvc.is_ok());
+  got["pvc"] = *pvc;
   check_golden(golden_path(__FILE__, "objects.out.json"), got);
 }

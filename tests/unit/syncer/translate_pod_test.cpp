@@ -3,6 +3,8 @@
 // review the diff).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "support/golden.h"
 #include "vkube/syncer/translate_pod.h"
 
@@ -27,6 +29,10 @@ PodContext context(const NameMapper& names) {
   ctx.services = {{"redis", "10.96.0.20", {{"", {{"port", 6379}, {"protocol", "TCP"}}}}},
                   {"headless", "None", {{"", {{"port", 80}}}}}};
   ctx.dns_ip = "10.96.0.10";
+  ctx.priority_class = "vkube-tenant-team-a";
+  ctx.api_access_secret = "vkube-sa-trainer-x-ml-x-team-a";
+  ctx.api_host = "10.244.9.7";
+  ctx.api_port = 6443;
   ctx.token_secret = "trainer-token-x-ml-x-team-a";
   return ctx;
 }
@@ -63,4 +69,46 @@ TEST_CASE("pod translation refuses what the host cannot run and leaves tokens ou
   REQUIRE(sources.size() == 2);
   for (const json& s : sources) CHECK_FALSE(s.contains("serviceAccountToken"));
   CHECK_FALSE(host->dump().find("\"secret\":{\"items\"") != std::string::npos);
+}
+
+TEST_CASE("the tenant's API credentials are mounted where kube mounts them", "[syncer]") {
+  NameMapper names("team-a");
+  PodContext ctx = context(names);
+  json pod = {{"metadata", {{"name", "web"}, {"namespace", "shop"}, {"uid", "u1"}}},
+              {"spec",
+               {{"priorityClassName", "tenant-critical"},
+                {"priority", 2000000000},
+                {"containers",
+                 {{{"name", "app"}, {"image", "nginx"}},
+                  {{"name", "own"},
+                   {"image", "nginx"},
+                   {"volumeMounts",
+                    {{{"name", "mine"},
+                      {"mountPath", "/var/run/secrets/kubernetes.io/serviceaccount"}}}}}}}}}};
+  auto host = vkube::syncer::translate_pod(pod, ctx);
+  REQUIRE(host.is_ok());
+  const json& spec = (*host)["spec"];
+  // The tenant cannot pick its host priority: the operator's class replaces it.
+  CHECK(spec["priorityClassName"] == "vkube-tenant-team-a");
+  CHECK_FALSE(spec.contains("priority"));
+  // The first container gets the credentials; the second keeps its own mount.
+  REQUIRE(spec["containers"][0]["volumeMounts"].size() == 1);
+  CHECK(spec["containers"][0]["volumeMounts"][0]["name"] == "vkube-api-access");
+  CHECK(spec["containers"][1]["volumeMounts"].size() == 1);
+  REQUIRE(spec["volumes"].size() == 1);
+  CHECK(spec["volumes"][0]["secret"]["secretName"] == "vkube-sa-trainer-x-ml-x-team-a");
+  const json& env = spec["containers"][0]["env"];
+  CHECK(std::find(env.begin(), env.end(),
+                  json({{"name", "KUBERNETES_SERVICE_HOST"}, {"value", "10.244.9.7"}})) !=
+        env.end());
+
+  // Without credentials (no --api-advertise), nothing is added.
+  ctx.api_access_secret.clear();
+  ctx.api_host.clear();
+  ctx.priority_class.clear();
+  host = vkube::syncer::translate_pod(pod, ctx);
+  REQUIRE(host.is_ok());
+  CHECK_FALSE((*host)["spec"].contains("volumes"));
+  CHECK_FALSE((*host)["spec"].contains("priorityClassName"));
+  CHECK_FALSE((*host)["spec"]["containers"][0].contains("volumeMounts"));
 }

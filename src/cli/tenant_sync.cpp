@@ -1,0 +1,204 @@
+#include "tenant_sync.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <memory>
+
+#include "command.h"
+#include "vkube/apiserver/apiserver.h"
+#include "vkube/common/log.h"
+#include "vkube/dns/dns.h"
+#include "vkube/gpu/quota.h"
+#include "vkube/hostclient/client.h"
+#include "vkube/syncer/syncer.h"
+
+namespace vkube::cli {
+
+using json = nlohmann::json;
+
+SyncFlags add_sync_flags(FlagSet& f) {
+  SyncFlags s;
+  s.host_kubeconfig = &f.add_string(
+      "host-kubeconfig", "",
+      "kubeconfig of the host cluster the tenant's pods run on; empty: the in-cluster service "
+      "account when running in a pod, else no host");
+  s.host_context =
+      &f.add_string("host-context", "", "context in --host-kubeconfig (default: current)");
+  s.host_namespace = &f.add_string(
+      "host-namespace", "",
+      "the tenant's namespace on the host (default: the pod's own in-cluster, else vkube-<name>)");
+  s.gpu_sharing =
+      &f.add_string("host-gpu-sharing", "milli",
+                    "how GPU shares reach the host: milli (vkube host), time-slicing, hami or kai");
+  s.mig = &f.add_string("host-mig", "as-is", "MIG profiles on the host: as-is or smallest-fit");
+  s.scheduler_name = &f.add_string("host-scheduler-name", "",
+                                   "schedulerName of every host pod (default: the host's default; "
+                                   "kai-scheduler with --host-gpu-sharing kai)");
+  s.queue_labels = &f.add_string("host-pod-labels", "",
+                                 "labels set on every host pod, k=v,... (e.g. a scheduler queue)");
+  s.priority_class = &f.add_string(
+      "host-priority-class", "", "PriorityClass of every host pod (the tenant's own never travel)");
+  s.gpu_memory_mib = &f.add_int("host-gpu-memory-mib", 81920,
+                                "memory of the host's GPUs, to turn shares into MiB and back");
+  s.dns_listen = &f.add_string(
+      "dns-listen", "",
+      "HOST:PORT of the tenant's DNS (UDP and TCP); empty: 0.0.0.0:53 in a pod, else off");
+  s.dns_ip = &f.add_string("dns-ip", "",
+                           "the address host pods reach the tenant's DNS at (default: $POD_IP, "
+                           "else the --dns-listen host)");
+  s.cluster_domain = &f.add_string("cluster-domain", "cluster.local", "the tenant's DNS domain");
+  s.api_advertise = &f.add_string(
+      "api-advertise", "",
+      "HOST:PORT where host pods reach this tenant's API (their KUBERNETES_SERVICE_HOST/PORT and "
+      "mounted service account credentials); default: $POD_IP:443 in a pod, else none");
+  return s;
+}
+
+namespace {
+
+bool in_pod() {
+  return std::getenv("KUBERNETES_SERVICE_HOST") != nullptr &&
+         access("/var/run/secrets/kubernetes.io/serviceaccount/token", R_OK) == 0;
+}
+
+Result<gpu::HostGpuPolicy> policy_of(const SyncFlags& f) {
+  gpu::HostGpuPolicy p;
+  const std::string& mode = *f.gpu_sharing;
+  if (mode == "milli")
+    p.fractions = gpu::FractionMode::kMilli;
+  else if (mode == "time-slicing")
+    p.fractions = gpu::FractionMode::kTimeSlicing;
+  else if (mode == "hami")
+    p.fractions = gpu::FractionMode::kHami;
+  else if (mode == "kai") {
+    p.fractions = gpu::FractionMode::kKai;
+    p.scheduler_name = "kai-scheduler";
+  } else {
+    return Status::invalid("--host-gpu-sharing must be milli, time-slicing, hami or kai, got '" +
+                           mode + "'");
+  }
+  if (*f.mig == "as-is")
+    p.mig = gpu::MigMode::kAsIs;
+  else if (*f.mig == "smallest-fit")
+    p.mig = gpu::MigMode::kSmallestFit;
+  else
+    return Status::invalid("--host-mig must be as-is or smallest-fit, got '" + *f.mig + "'");
+  if (!f.scheduler_name->empty()) p.scheduler_name = *f.scheduler_name;
+  for (const std::string& kv : split_list(*f.queue_labels)) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return Status::invalid("--host-pod-labels: expected key=value, got '" + kv + "'");
+    p.labels[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  p.gpu_memory_mib = *f.gpu_memory_mib;
+  return p;
+}
+
+}  // namespace
+
+Result<std::vector<Component>> sync_components(const SyncFlags& f, const std::string& tenant,
+                                               const std::string& listen_host,
+                                               const std::string& data_dir,
+                                               const std::string& gpu_quota) {
+  std::vector<Component> out;
+  const bool pod = in_pod();
+  if (f.host_kubeconfig->empty() && !pod) return out;
+
+  auto config = f.host_kubeconfig->empty()
+                    ? hostclient::in_cluster()
+                    : hostclient::from_kubeconfig(*f.host_kubeconfig, *f.host_context);
+  if (!config.is_ok()) return config.status();
+  syncer::SyncerOptions so;
+  so.tenant = tenant;
+  so.host_namespace = *f.host_namespace;
+  if (so.host_namespace.empty())
+    so.host_namespace = pod && f.host_kubeconfig->empty() ? config->ns : "vkube-" + tenant;
+  if (so.host_namespace.empty()) so.host_namespace = "vkube-" + tenant;
+  auto policy = policy_of(f);
+  if (!policy.is_ok()) return policy.status();
+  so.gpu = std::move(policy).value();
+  so.cluster_domain = *f.cluster_domain;
+  so.priority_class = *f.priority_class;
+  if (!gpu_quota.empty()) {
+    auto quota = gpu::parse_gpu_quota(gpu_quota);
+    if (!quota.is_ok()) return quota.status();
+    json mirror =
+        gpu::host_resource_quota(*quota, so.gpu, "vkube-gpu-quota-" + tenant, so.host_namespace);
+    if (!mirror.value("spec", json::object()).value("hard", json::object()).empty())
+      so.host_quota = std::move(mirror);
+  }
+
+  std::string dns_listen = *f.dns_listen;
+  if (dns_listen.empty() && pod) dns_listen = "0.0.0.0:53";
+  if (!dns_listen.empty()) {
+    std::string ip = *f.dns_ip;
+    if (ip.empty() && std::getenv("POD_IP")) ip = std::getenv("POD_IP");
+    if (ip.empty()) {
+      ip = dns_listen.substr(0, dns_listen.rfind(':'));
+      if (ip == "0.0.0.0" || ip.empty()) ip = listen_host;
+    }
+    so.dns_ip = ip;
+    dns::Options dopt;
+    dopt.listen = dns_listen;
+    dopt.cluster_domain = *f.cluster_domain;
+    std::shared_ptr<dns::Server> server = dns::Server::create(dopt);
+    out.push_back(Component{
+        "dns",
+        [server](apiserver::ApiServer&, controllers::Informers& inf) { server->attach(inf); },
+        [server, dns_listen] {
+          Status s = server->start();
+          if (s.is_ok())
+            VKUBE_LOG(info, "dns: serving", {"listen", dns_listen}, {"port", server->port()});
+          return s;
+        },
+        [server] { server->stop(); }});
+  }
+
+  std::string advertise = *f.api_advertise;
+  if (advertise.empty() && pod && std::getenv("POD_IP"))
+    advertise = std::string(std::getenv("POD_IP")) + ":443";
+  if (!advertise.empty()) {
+    auto colon = advertise.rfind(':');
+    if (colon == std::string::npos || colon == 0)
+      return Status::invalid("--api-advertise must be HOST:PORT, got '" + advertise + "'");
+    so.api_host = advertise.substr(0, colon);
+    try {
+      so.api_port = std::stoi(advertise.substr(colon + 1));
+    } catch (...) {
+      return Status::invalid("--api-advertise: bad port in '" + advertise + "'");
+    }
+  }
+
+  auto client = hostclient::Client::create(std::move(config).value());
+  if (!client.is_ok()) return client.status();
+  VKUBE_LOG(info, "syncer: host configured", {"server", (*client)->config().server},
+            {"host_namespace", so.host_namespace});
+  // Made at attach, once the tenant's CA exists (pods' credentials carry it).
+  auto sync = std::make_shared<std::shared_ptr<syncer::Syncer>>();
+  auto host = std::make_shared<std::unique_ptr<hostclient::Client>>(std::move(client).value());
+  const std::string ca_path = data_dir + "/pki/ca.crt";
+  out.push_back(Component{
+      "syncer",
+      [sync, host, so, ca_path](apiserver::ApiServer& api, controllers::Informers& inf) {
+        syncer::SyncerOptions o = so;
+        std::ifstream in(ca_path);
+        o.tenant_ca_pem.assign(std::istreambuf_iterator<char>(in), {});
+        *sync = syncer::Syncer::create(o, std::move(*host));
+        (*sync)->attach(api, inf);
+        std::weak_ptr<syncer::Syncer> weak = *sync;
+        api.add_metrics_source([weak] {
+          auto s = weak.lock();
+          return s ? s->metrics() : std::string();
+        });
+      },
+      [sync] { return *sync ? (*sync)->start() : Status::internal("syncer not attached"); },
+      [sync] {
+        if (*sync) (*sync)->stop();
+      }});
+  return out;
+}
+
+}  // namespace vkube::cli

@@ -1,0 +1,268 @@
+// Pods: the tenant pod runs as a host pod; its status, the node the host
+// chose and its deletion come back. The host's kubelet (or simulated node)
+// is the tenant's kubelet: a tenant pod being deleted gracefully is deleted
+// on the host with the same grace period, and removed from the tenant once
+// the host pod is gone.
+#include "syncer_impl.h"
+#include "vkube/common/log.h"
+#include "vkube/syncer/compare.h"
+#include "vkube/syncer/translate_back.h"
+#include "vkube/syncer/translate_pod.h"
+
+namespace vkube::syncer {
+
+namespace {
+
+bool terminal(const json& pod) {
+  const std::string phase = str_at(pod.value("status", json::object()), "phase");
+  return phase == "Succeeded" || phase == "Failed";
+}
+
+bool being_deleted(const json& obj) {
+  auto m = obj.find("metadata");
+  return m != obj.end() && m->is_object() && m->contains("deletionTimestamp") &&
+         !(*m)["deletionTimestamp"].is_null();
+}
+
+// The tenant pod ran on the host: its status came from a host pod that the
+// host scheduled (a pod a user bound to a node name itself has no such
+// condition yet).
+bool was_on_host(const json& pod) {
+  for (const json& c : pod.value("status", json::object()).value("conditions", json::array()))
+    if (c.is_object() && c.value("type", "") == "PodScheduled" && c.value("status", "") == "True")
+      return !str_at(pod.value("spec", json::object()), "nodeName").empty();
+  return false;
+}
+
+// The spec fields a pod may change after creation that the syncer owns:
+// container images and activeDeadlineSeconds (kube refuses the rest).
+json mutable_spec_patch(const json& have, const json& want) {
+  json patch = json::object();
+  const json hs = have.value("spec", json::object()), ws = want.value("spec", json::object());
+  for (const char* list : {"initContainers", "containers"}) {
+    const json hc = hs.value(list, json::array()), wc = ws.value(list, json::array());
+    if (hc.size() != wc.size()) continue;  // not ours to fix: kube forbids it
+    bool differs = false;
+    for (size_t i = 0; i < wc.size(); ++i)
+      if (wc[i].value("image", "") != hc[i].value("image", "")) differs = true;
+    if (!differs) continue;
+    // A merge patch replaces lists: send the host's containers with the images changed.
+    json fixed = hc;
+    for (size_t i = 0; i < wc.size(); ++i) fixed[i]["image"] = wc[i].value("image", "");
+    patch[list] = std::move(fixed);
+  }
+  if (ws.contains("activeDeadlineSeconds") &&
+      ws["activeDeadlineSeconds"] != hs.value("activeDeadlineSeconds", json()))
+    patch["activeDeadlineSeconds"] = ws["activeDeadlineSeconds"];
+  return patch;
+}
+
+// kube mounts a token unless the pod or its service account says not to.
+bool automounts(const json& pod, const controllers::Lister& accounts) {
+  const json spec = pod.value("spec", json::object());
+  if (auto a = spec.find("automountServiceAccountToken"); a != spec.end() && a->is_boolean())
+    return a->get<bool>();
+  std::string sa = str_at(spec, "serviceAccountName");
+  if (sa.empty()) sa = "default";
+  if (ObjectPtr account = accounts.get(str_at(pod, "metadata", "namespace"), sa))
+    if (auto a = account->find("automountServiceAccountToken");
+        a != account->end() && a->is_boolean())
+      return a->get<bool>();
+  return true;
+}
+
+}  // namespace
+
+Status SyncerImpl::ensure_api_access(const std::string& ns, const std::string& sa,
+                                     std::string* secret) {
+  *secret = names_.host_name(ns, "vkube-sa-" + sa);
+  if (h_secrets->get(o_.host_namespace + "/" + *secret)) return Status::ok();
+  // A long-lived token: the host Secret is not refreshed as a kubelet
+  // refreshes a projected token.
+  json request = {{"apiVersion", "authentication.k8s.io/v1"},
+                  {"kind", "TokenRequest"},
+                  {"spec", {{"expirationSeconds", int64_t{365} * 24 * 3600}}}};
+  auto r = tenant_call("POST", "/api/v1/namespaces/" + ns + "/serviceaccounts/" + sa + "/token",
+                       request);
+  if (!r.ok())
+    return Status::unavailable("token for service account " + ns + "/" + sa + ": " + r.body.dump());
+  const std::string token = r.body.value("status", json::object()).value("token", "");
+  json obj = {{"apiVersion", "v1"},
+              {"kind", "Secret"},
+              {"type", kApiAccessType},
+              {"metadata",
+               {{"name", *secret},
+                {"namespace", o_.host_namespace},
+                {"labels",
+                 {{std::string(kManagedByLabel), std::string(kManagedByValue)},
+                  {std::string(kTenantLabel), o_.tenant},
+                  {std::string(kNamespaceLabel), ns}}},
+                {"ownerReferences", json::array({owner()})}}},
+              {"stringData", {{"token", token}, {"ca.crt", o_.tenant_ca_pem}, {"namespace", ns}}}};
+  Status s = host_create(*h_secrets, "secrets", obj);
+  if (s.code() == Code::kConflict) return Status::ok();  // made by another worker
+  return s;
+}
+
+PodContext SyncerImpl::pod_context() const {
+  PodContext ctx;
+  ctx.names = &names_;
+  ctx.host_namespace = o_.host_namespace;
+  ctx.owner = owner();
+  ctx.gpu = o_.gpu;
+  ctx.dns_ip = o_.dns_ip;
+  ctx.cluster_domain = o_.cluster_domain;
+  ctx.priority_class = o_.priority_class;
+  return ctx;
+}
+
+// Ends the tenant pod once its host pod is gone, as a kubelet does: a
+// deletion with no grace left and the pod's UID as precondition.
+Status SyncerImpl::delete_tenant_pod(const json& tpod) {
+  const std::string ns = str_at(tpod, "metadata", "namespace"),
+                    name = str_at(tpod, "metadata", "name");
+  json options = {{"apiVersion", "v1"},
+                  {"kind", "DeleteOptions"},
+                  {"gracePeriodSeconds", 0},
+                  {"preconditions", {{"uid", str_at(tpod, "metadata", "uid")}}}};
+  auto r = tenant_call("DELETE", "/api/v1/namespaces/" + ns + "/pods/" + name, options);
+  if (!r.ok() && r.code != 404 && r.code != 409)
+    return Status::internal("delete tenant pod " + ns + "/" + name + ": " + r.body.dump());
+  return Status::ok();
+}
+
+Status SyncerImpl::reconcile_pod(const std::string& key) {
+  const std::string ns = ns_of(key), name = name_of(key);
+  ObjectPtr tenant = t_pods->get(key);
+  const std::string hkey = host_key(ns, name);
+  ObjectPtr host = h_pods->get(hkey);
+  if (host && !names_.origin(*host)) {
+    // Someone else's pod holds the name: leave it alone, say so.
+    if (tenant) warn(*tenant, "SyncError", "host pod " + hkey + " exists and is not this tenant's");
+    return Status::ok();
+  }
+
+  if (!tenant) {
+    // An orphan (the tenant pod is gone: deleted while vkube was down, or a
+    // crash between the host create and the tenant's record of it).
+    if (host && !being_deleted(*host)) return host_delete(*h_pods, "pods", *host);
+    return Status::ok();
+  }
+  const json& tpod = *tenant;
+  const std::string tpath = "/api/v1/namespaces/" + ns + "/pods/" + name;
+
+  if (host && names_.stale(*host, tpod)) {
+    // Left by an earlier pod of the same name: replaced once it is gone.
+    if (!being_deleted(*host)) VKUBE_RETURN_IF_ERROR(host_delete(*h_pods, "pods", *host, 0));
+    pods.queue.add_after(key, std::chrono::milliseconds(200));
+    return Status::ok();
+  }
+
+  if (being_deleted(tpod)) {
+    if (!host) {
+      // The host pod is gone: finish the tenant's deletion, as a kubelet does.
+      return delete_tenant_pod(tpod);
+    }
+    if (!being_deleted(*host)) {
+      int64_t grace = tpod["metadata"].value("deletionGracePeriodSeconds", int64_t{30});
+      VKUBE_RETURN_IF_ERROR(host_delete(*h_pods, "pods", *host, std::max<int64_t>(grace, 0)));
+    }
+    // Status keeps flowing back while the host pod terminates.
+  }
+
+  if (!host) {
+    if (terminal(tpod) || being_deleted(tpod)) return Status::ok();
+    if (was_on_host(tpod)) {
+      // The host pod was deleted (by the host's operators, an eviction, a
+      // node going away): so is the tenant's, as vcluster does.
+      return delete_tenant_pod(tpod);
+    }
+    PodContext ctx = pod_context();
+    for (const ObjectPtr& svc : t_services->list(ns)) {
+      const json spec = svc->value("spec", json::object());
+      ServiceEnv env;
+      env.name = str_at(*svc, "metadata", "name");
+      env.cluster_ip = str_at(spec, "clusterIP");
+      for (const json& p : spec.value("ports", json::array()))
+        if (p.is_object()) env.ports.emplace_back(p.value("name", ""), p);
+      ctx.services.push_back(std::move(env));
+    }
+    ctx.api_host = o_.api_host;
+    ctx.api_port = o_.api_port;
+    if (!o_.api_host.empty() && automounts(tpod, *t_serviceaccounts)) {
+      const std::string sa = str_at(tpod.value("spec", json::object()), "serviceAccountName");
+      VKUBE_RETURN_IF_ERROR(
+          ensure_api_access(ns, sa.empty() ? "default" : sa, &ctx.api_access_secret));
+    }
+    auto want = translate_pod(tpod, ctx);
+    if (!want.is_ok()) {
+      warn(tpod, "SyncError", "cannot run on the host: " + want.status().message());
+      return Status::ok();  // a tenant change requeues it
+    }
+    record_managed_annotations(*want);
+    Status s = host_create(*h_pods, "pods", *want);
+    if (s.code() == Code::kConflict) {
+      pods.queue.add_after(key, std::chrono::milliseconds(100));  // the cache trails
+      return Status::ok();
+    }
+    if (s.code() == Code::kInvalid || s.code() == Code::kInternal) {
+      // The host refuses it (its admission, its quota): the tenant learns why.
+      warn(tpod, "SyncError", s.message());
+    }
+    return s;
+  }
+
+  // Both sides exist.
+  if (!being_deleted(*host) && !being_deleted(tpod)) {
+    PodContext ctx = pod_context();
+    auto want = translate_pod(tpod, ctx);
+    if (want.is_ok()) {
+      record_managed_annotations(*want);
+      json patch = metadata_patch(*host, *want);
+      json spec = mutable_spec_patch(*host, *want);
+      if (!spec.empty()) {
+        if (patch.is_null()) patch = json::object();
+        patch["spec"] = std::move(spec);
+      }
+      if (!patch.is_null())
+        VKUBE_RETURN_IF_ERROR(
+            host_patch(*h_pods, "pods", str_at(*host, "metadata", "name"), patch));
+    }
+  }
+
+  // Host -> tenant: the node first (so the tenant sees a node that exists),
+  // then the status.
+  const std::string node = str_at(host->value("spec", json::object()), "nodeName");
+  if (!node.empty() && str_at(tpod.value("spec", json::object()), "nodeName").empty() &&
+      !being_deleted(tpod)) {
+    if (!t_nodes->get(node)) VKUBE_RETURN_IF_ERROR(reconcile_node(node));
+    json binding = {{"apiVersion", "v1"},
+                    {"kind", "Binding"},
+                    {"metadata", {{"name", name}, {"namespace", ns}}},
+                    {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}}}};
+    auto r = tenant_call("POST", tpath + "/binding", binding);
+    if (!r.ok() && r.code != 409 && r.code != 404)
+      return Status::internal("bind tenant pod " + key + ": " + r.body.dump());
+    informers_->sync(std::chrono::milliseconds(2000));
+    tenant = t_pods->get(key);
+    if (!tenant) return Status::ok();
+  }
+
+  const json status = tenant_pod_status(*host);
+  const json have = tenant->value("status", json::object());
+  json patch = json::object();
+  for (auto it = status.begin(); it != status.end(); ++it)
+    if (!have.contains(it.key()) || have[it.key()] != *it) patch[it.key()] = *it;
+  for (const char* field : {"reason", "message", "podIP", "podIPs", "hostIP", "hostIPs",
+                            "initContainerStatuses", "containerStatuses"})
+    if (have.contains(field) && !status.contains(field)) patch[field] = nullptr;
+  if (!patch.empty()) {
+    json body = {{"status", std::move(patch)}};
+    auto r = tenant_call("PATCH", tpath + "/status", body, "application/merge-patch+json");
+    if (!r.ok() && r.code != 404)
+      return Status::internal("status of tenant pod " + key + ": " + r.body.dump());
+  }
+  return Status::ok();
+}
+
+}  // namespace vkube::syncer
