@@ -406,9 +406,12 @@ void SyncerImpl::bootstrap() {
     backoff = std::min(backoff * 2, std::chrono::milliseconds(10000));
   }
   VKUBE_LOG(debug, "syncer: host namespace and anchor present", {"ms", ms()});
-  for (HostView* v : views()) v->informer.start();
+  // The host's events are listed after the rest: copying them back is
+  // not on the way to running the tenant's pods.
   for (HostView* v : views())
-    while (!v->informer.wait_synced(std::chrono::milliseconds(200)))
+    if (v != h_events.get()) v->informer.start();
+  for (HostView* v : views())
+    while (v != h_events.get() && !v->informer.wait_synced(std::chrono::milliseconds(200)))
       if (!sleep_for(std::chrono::milliseconds(1))) return;
   {
     std::lock_guard lock(mu_);
@@ -423,10 +426,14 @@ void SyncerImpl::bootstrap() {
   }
   start_loop(pods, o_.pod_workers);
   for (Loop* l : loops())
-    if (l != &pods) start_loop(*l, o_.other_workers);
+    if (l != &pods && l != &events) start_loop(*l, o_.other_workers);
   ready_ = true;
   VKUBE_LOG(info, "syncer: running", {"tenant", o_.tenant}, {"host_namespace", o_.host_namespace},
             {"host_pods", h_pods->informer.size()}, {"tenant_pods", t_pods->size()});
+  h_events->informer.start();
+  while (!h_events->informer.wait_synced(std::chrono::milliseconds(200)))
+    if (!sleep_for(std::chrono::milliseconds(1))) return;
+  start_loop(events, o_.other_workers);
 }
 
 void SyncerImpl::start_loop(Loop& loop, int workers) {
@@ -483,9 +490,10 @@ void SyncerImpl::stop() {
   if (events_) events_->stop();
 }
 
+// Events are copied in the background: they do not make the syncer busy.
 bool SyncerImpl::busy() const {
   for (Loop* l : const_cast<SyncerImpl*>(this)->loops())
-    if (!l->queue.idle()) return true;
+    if (l != &events && !l->queue.idle()) return true;
   return false;
 }
 
@@ -514,7 +522,7 @@ std::string SyncerImpl::metrics() const {
       << "# HELP vkube_syncer_host_reachable Whether the last request reached the host cluster.\n"
          "# TYPE vkube_syncer_host_reachable gauge\n"
       << "vkube_syncer_host_reachable " << (host_ && host_->reachable() ? 1 : 0) << "\n"
-      << "# HELP vkube_syncer_busy Whether a reconcile is queued or running.\n"
+      << "# HELP vkube_syncer_busy Whether a reconcile (not an event copy) is queued or running.\n"
          "# TYPE vkube_syncer_busy gauge\n"
       << "vkube_syncer_busy " << (busy() ? 1 : 0) << "\n"
       << "# HELP vkube_syncer_writes_total Writes the syncer made, by cluster.\n"

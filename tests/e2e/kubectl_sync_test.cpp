@@ -157,6 +157,38 @@ TEST_CASE("syncer: tenant pods run on the shared host, isolated, both ways, acro
            a.get_json({"svc", "web"})["spec"]["clusterIP"] == r.out;
   }));
 
+  // --- A host object changed behind vkube's back is repaired; one that
+  // stands for another tenant object (its tenant UID differs) is replaced.
+  {
+    const std::string cm = "web-config-x-default-x-team-a";
+    std::string web = items(a, {"pods", "-l", "app=web"})[0]["metadata"]["name"];
+    const std::string hweb = web + "-x-default-x-team-a";
+    REQUIRE_THAT(
+        host.kubectl({"label", "pod", hweb, "-n", "vkube-team-a", "app=other", "--overwrite"}),
+        Succeeded());
+    REQUIRE_THAT(host.kubectl({"patch", "configmap", cm, "-n", "vkube-team-a", "--type=merge", "-p",
+                               R"({"data":{"MODE":"hacked"}})"}),
+                 Succeeded());
+    REQUIRE(eventually([&] {
+      return host.get_json({"pod", hweb, "-n", "vkube-team-a"})["metadata"]["labels"]["app"] ==
+                 "web" &&
+             host.get_json({"configmap", cm, "-n", "vkube-team-a"})["data"]["MODE"] == "production";
+    }));
+    const std::string old_uid =
+        host.get_json({"configmap", cm, "-n", "vkube-team-a"})["metadata"]["uid"];
+    REQUIRE_THAT(host.kubectl({"annotate", "configmap", cm, "-n", "vkube-team-a",
+                               "vkube.io/tenant-uid=someone-else", "--overwrite"}),
+                 Succeeded());
+    const std::string tenant_uid = a.get_json({"configmap", "web-config"})["metadata"]["uid"];
+    REQUIRE(eventually([&] {
+      Result r = host.kubectl({"get", "configmap", cm, "-n", "vkube-team-a", "-o", "json"});
+      if (r.exit_code != 0) return false;
+      json h = json::parse(r.out);
+      return h["metadata"]["uid"] != old_uid &&
+             h["metadata"]["annotations"]["vkube.io/tenant-uid"] == tenant_uid;
+    }));
+  }
+
   // --- vkube answers the tenant's DNS (no CoreDNS pod): a real resolver
   // finds the Service at the address the host gave it, over UDP and TCP.
   {
