@@ -286,24 +286,29 @@ void SyncerImpl::on_tenant_pod(const controllers::ObjectEvent& e) {
 }
 
 void SyncerImpl::on_host_pod(const controllers::ObjectEvent& e) {
-  queue_origin(pods, e);
+  // The node's count first: the pod's reconcile may make its virtual node.
   std::string node;
   if (e.type != controllers::EventType::kDeleted)
     node = str_at(e.object->value("spec", json::object()), "nodeName");
   std::string before;
+  bool moved = false;
   {
     std::lock_guard lock(mu_);
     auto it = pod_node_.find(e.key);
     if (it != pod_node_.end()) before = it->second;
-    if (before == node) return;
-    if (!before.empty() && --node_pods_[before] <= 0) node_pods_.erase(before);
-    if (node.empty())
-      pod_node_.erase(e.key);
-    else {
-      pod_node_[e.key] = node;
-      ++node_pods_[node];
+    moved = before != node;
+    if (moved) {
+      if (!before.empty() && --node_pods_[before] <= 0) node_pods_.erase(before);
+      if (node.empty()) {
+        pod_node_.erase(e.key);
+      } else {
+        pod_node_[e.key] = node;
+        ++node_pods_[node];
+      }
     }
   }
+  queue_origin(pods, e);
+  if (!moved) return;
   if (!before.empty()) nodes.queue.add(before);
   if (!node.empty()) nodes.queue.add(node);
 }
