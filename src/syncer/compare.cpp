@@ -19,11 +19,11 @@ const json& member(const json& obj, const char* a, const char* b) {
   return v == m->end() ? kNull : *v;
 }
 
-std::set<std::string> managed_keys(const json& obj) {
+std::set<std::string> managed_keys(const json& obj, std::string_view record = kManagedAnnotations) {
   std::set<std::string> keys;
   const json& a = member(obj, "metadata", "annotations");
   if (!a.is_object()) return keys;
-  auto it = a.find(std::string(kManagedAnnotations));
+  auto it = a.find(std::string(record));
   if (it == a.end() || !it->is_string()) return keys;
   const std::string text = it->get<std::string>();
   for (size_t i = 0; i < text.size();) {
@@ -37,7 +37,16 @@ std::set<std::string> managed_keys(const json& obj) {
 
 }  // namespace
 
-bool covers(const json& have, const json& want) {
+namespace {
+
+// Maps whose values are quantities ("500m" and "0.5" are one amount); a
+// ConfigMap's "1.10" and "1.1" are two strings.
+bool quantity_map(const std::string& key) {
+  return key == "limits" || key == "requests" || key == "capacity" || key == "allocatable" ||
+         key == "hard" || key == "used";
+}
+
+bool covers_in(const json& have, const json& want, bool quantities) {
   if (want.is_object()) {
     if (!have.is_object()) return want.empty() && have.is_null();
     for (auto it = want.begin(); it != want.end(); ++it) {
@@ -48,35 +57,51 @@ bool covers(const json& have, const json& want) {
         if (it->is_boolean() && !it->get<bool>()) continue;
         return false;
       }
-      if (!covers(*h, *it)) return false;
+      if (!covers_in(*h, *it, quantities || quantity_map(it.key()))) return false;
     }
     return true;
   }
   if (want.is_array()) {
     if (!have.is_array() || have.size() != want.size()) return want.empty() && have.is_null();
     for (size_t i = 0; i < want.size(); ++i)
-      if (!covers(have[i], want[i])) return false;
+      if (!covers_in(have[i], want[i], false)) return false;
     return true;
   }
   if (want.is_number() && have.is_number()) return want.get<double>() == have.get<double>();
   if (want == have) return true;
-  if (want.is_string() && have.is_string()) {
+  if (quantities && (want.is_string() || want.is_number()) &&
+      (have.is_string() || have.is_number())) {
     auto a = api::quantity_milli(want), b = api::quantity_milli(have);
     return a && b && *a == *b;
   }
   return false;
 }
 
-void record_managed_annotations(json& want) {
-  json& meta = want["metadata"];
+}  // namespace
+
+bool covers(const json& have, const json& want) {
+  return covers_in(have, want, false);
+}
+
+namespace {
+std::string joined_keys(const json& map, std::string_view skip) {
   std::string keys;
-  if (meta.contains("annotations") && meta["annotations"].is_object())
-    for (auto it = meta["annotations"].begin(); it != meta["annotations"].end(); ++it) {
-      if (it.key() == kManagedAnnotations) continue;
+  if (map.is_object())
+    for (auto it = map.begin(); it != map.end(); ++it) {
+      if (it.key() == skip) continue;
       if (!keys.empty()) keys += ',';
       keys += it.key();
     }
-  meta["annotations"][std::string(kManagedAnnotations)] = keys;
+  return keys;
+}
+}  // namespace
+
+void record_managed_annotations(json& want) {
+  json& meta = want["metadata"];
+  meta["annotations"][std::string(kManagedLabels)] =
+      joined_keys(meta.value("labels", json::object()), "");
+  meta["annotations"][std::string(kManagedAnnotations)] =
+      joined_keys(meta["annotations"], kManagedAnnotations);
 }
 
 json metadata_patch(const json& have, const json& want) {
@@ -87,9 +112,11 @@ json metadata_patch(const json& have, const json& want) {
   if (wl.is_object())
     for (auto it = wl.begin(); it != wl.end(); ++it)
       if (!hl.is_object() || !hl.contains(it.key()) || hl[it.key()] != *it) labels[it.key()] = *it;
-  if (hl.is_object())
-    for (auto it = hl.begin(); it != hl.end(); ++it)
-      if (!wl.is_object() || !wl.contains(it.key())) labels[it.key()] = nullptr;
+  // Labels the syncer set and the tenant dropped go; the host's own stay
+  // (a webhook's label removed on every pass would be a write loop).
+  for (const std::string& key : managed_keys(have, kManagedLabels))
+    if (hl.is_object() && hl.contains(key) && (!wl.is_object() || !wl.contains(key)))
+      labels[key] = nullptr;
   if (!labels.empty()) patch["labels"] = std::move(labels);
 
   const json& ha = member(have, "metadata", "annotations");
@@ -117,6 +144,11 @@ json replacement(const json& have, const json& want) {
   const json hmeta = have.value("metadata", json::object());
   for (const char* field : {"resourceVersion", "uid", "creationTimestamp", "finalizers"})
     if (auto it = hmeta.find(field); it != hmeta.end()) meta[field] = *it;
+  const std::set<std::string> managed_labels = managed_keys(have, kManagedLabels);
+  if (auto l = hmeta.find("labels"); l != hmeta.end() && l->is_object())
+    for (auto it = l->begin(); it != l->end(); ++it)
+      if (!managed_labels.count(it.key()) && !meta["labels"].contains(it.key()))
+        meta["labels"][it.key()] = *it;
   const std::set<std::string> managed = managed_keys(have);
   if (auto a = hmeta.find("annotations"); a != hmeta.end() && a->is_object())
     for (auto it = a->begin(); it != a->end(); ++it)

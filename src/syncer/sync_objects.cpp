@@ -12,6 +12,11 @@ namespace vkube::syncer {
 
 namespace {
 
+bool being_deleted(const json& obj) {
+  auto m = obj.find("metadata");
+  return m != obj.end() && m->is_object() && m->contains("deletionTimestamp");
+}
+
 // Whether the host object differs from `want` in what the syncer owns.
 bool differs(const json& have, const json& want, std::initializer_list<const char*> exact) {
   if (!metadata_patch(have, want).is_null()) return true;
@@ -84,13 +89,15 @@ Status SyncerImpl::reconcile_service(const std::string& key) {
   if (key == "default/kubernetes") return Status::ok();  // the tenant's own API
 
   if (!tenant) {
-    if (host) return host_delete(*h_services, "services", *host);
+    if (host && !being_deleted(*host)) return host_delete(*h_services, "services", *host);
     return Status::ok();
   }
   const json tspec = tenant->value("spec", json::object());
   if (host && names_.stale(*host, *tenant)) {
-    VKUBE_RETURN_IF_ERROR(host_delete(*h_services, "services", *host));
-    host = nullptr;
+    // Replaced once gone (a finalizer, e.g. a load balancer's, may hold it).
+    if (!being_deleted(*host)) VKUBE_RETURN_IF_ERROR(host_delete(*h_services, "services", *host));
+    services.queue.add_after(key, std::chrono::milliseconds(200));
+    return Status::ok();
   }
   ObjectContext ctx{&names_, o_.host_namespace, owner()};
   auto want = translate_service(*tenant, ctx);
@@ -143,11 +150,12 @@ Status SyncerImpl::reconcile_pvc(const std::string& key) {
   ObjectPtr host = h_pvcs->get(hkey);
   if (host && !names_.origin(*host)) return Status::ok();
   if (!tenant) {
-    if (host) return host_delete(*h_pvcs, "persistentvolumeclaims", *host);
+    if (host && !being_deleted(*host)) return host_delete(*h_pvcs, "persistentvolumeclaims", *host);
     return Status::ok();
   }
   if (host && names_.stale(*host, *tenant)) {
-    VKUBE_RETURN_IF_ERROR(host_delete(*h_pvcs, "persistentvolumeclaims", *host));
+    if (!being_deleted(*host))
+      VKUBE_RETURN_IF_ERROR(host_delete(*h_pvcs, "persistentvolumeclaims", *host));
     pvcs.queue.add_after(key, std::chrono::milliseconds(200));
     return Status::ok();
   }

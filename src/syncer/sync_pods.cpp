@@ -71,11 +71,23 @@ bool automounts(const json& pod, const controllers::Lister& accounts) {
   return true;
 }
 
+// The pod projects a service account token itself (a volume of its own).
+bool projects_token(const json& pod) {
+  for (const json& v : pod.value("spec", json::object()).value("volumes", json::array())) {
+    const json proj = v.is_object() ? v.value("projected", json::object()) : json::object();
+    for (const json& src : proj.value("sources", json::array()))
+      if (src.is_object() && src.contains("serviceAccountToken")) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 Status SyncerImpl::ensure_api_access(const std::string& ns, const std::string& sa,
                                      std::string* secret) {
-  *secret = names_.host_name(ns, "vkube-sa-" + sa);
+  // "<sa>-x-<ns>-x-<tenant>.sa-token": no tenant object maps to a name
+  // with a dot after the tenant (host names end in the tenant or a hash).
+  *secret = names_.host_name(ns, sa) + ".sa-token";
   if (h_secrets->get(o_.host_namespace + "/" + *secret)) return Status::ok();
   // A long-lived token: the host Secret is not refreshed as a kubelet
   // refreshes a projected token.
@@ -163,10 +175,12 @@ Status SyncerImpl::reconcile_pod(const std::string& key) {
       // The host pod is gone: finish the tenant's deletion, as a kubelet does.
       return delete_tenant_pod(tpod);
     }
-    if (!being_deleted(*host)) {
-      int64_t grace = tpod["metadata"].value("deletionGracePeriodSeconds", int64_t{30});
-      VKUBE_RETURN_IF_ERROR(host_delete(*h_pods, "pods", *host, std::max<int64_t>(grace, 0)));
-    }
+    const int64_t grace =
+        std::max<int64_t>(tpod["metadata"].value("deletionGracePeriodSeconds", int64_t{30}), 0);
+    // A later, shorter grace (kubectl delete --force) shortens the host's too.
+    if (!being_deleted(*host) ||
+        (*host)["metadata"].value("deletionGracePeriodSeconds", int64_t{0}) > grace)
+      VKUBE_RETURN_IF_ERROR(host_delete(*h_pods, "pods", *host, grace));
     // Status keeps flowing back while the host pod terminates.
   }
 
@@ -189,10 +203,15 @@ Status SyncerImpl::reconcile_pod(const std::string& key) {
     }
     ctx.api_host = o_.api_host;
     ctx.api_port = o_.api_port;
-    if (!o_.api_host.empty() && automounts(tpod, *t_serviceaccounts)) {
+    const bool automount = automounts(tpod, *t_serviceaccounts);
+    if (!o_.api_host.empty() && (automount || projects_token(tpod))) {
       const std::string sa = str_at(tpod.value("spec", json::object()), "serviceAccountName");
       VKUBE_RETURN_IF_ERROR(
           ensure_api_access(ns, sa.empty() ? "default" : sa, &ctx.api_access_secret));
+      // Projected token sources read the same token; without automount the
+      // pod's own projected volume is all it gets.
+      ctx.token_secret = ctx.api_access_secret;
+      if (!automount) ctx.api_access_secret.clear();
     }
     auto want = translate_pod(tpod, ctx);
     if (!want.is_ok()) {
@@ -205,7 +224,8 @@ Status SyncerImpl::reconcile_pod(const std::string& key) {
       pods.queue.add_after(key, std::chrono::milliseconds(100));  // the cache trails
       return Status::ok();
     }
-    if (s.code() == Code::kInvalid || s.code() == Code::kInternal) {
+    if (s.code() == Code::kInvalid || s.code() == Code::kInternal ||
+        s.code() == Code::kAlreadyExists) {
       // The host refuses it (its admission, its quota): the tenant learns why.
       warn(tpod, "SyncError", s.message());
     }
@@ -213,6 +233,7 @@ Status SyncerImpl::reconcile_pod(const std::string& key) {
   }
 
   // Both sides exist.
+  Status patched = Status::ok();
   if (!being_deleted(*host) && !being_deleted(tpod)) {
     PodContext ctx = pod_context();
     auto want = translate_pod(tpod, ctx);
@@ -224,9 +245,13 @@ Status SyncerImpl::reconcile_pod(const std::string& key) {
         if (patch.is_null()) patch = json::object();
         patch["spec"] = std::move(spec);
       }
-      if (!patch.is_null())
-        VKUBE_RETURN_IF_ERROR(
-            host_patch(*h_pods, "pods", str_at(*host, "metadata", "name"), patch));
+      if (!patch.is_null()) {
+        patched = host_patch(*h_pods, "pods", str_at(*host, "metadata", "name"), patch);
+        // A conflict is retried at once; a refusal (a host policy) is
+        // reported, and the status below still flows back meanwhile.
+        if (patched.code() == Code::kConflict) return patched;
+        if (!patched.is_ok()) warn(tpod, "SyncError", patched.message());
+      }
     }
   }
 
@@ -262,7 +287,7 @@ Status SyncerImpl::reconcile_pod(const std::string& key) {
     if (!r.ok() && r.code != 404)
       return Status::internal("status of tenant pod " + key + ": " + r.body.dump());
   }
-  return Status::ok();
+  return patched;
 }
 
 }  // namespace vkube::syncer

@@ -56,6 +56,20 @@ std::string key_of(const json& obj) {
 
 // ---------------------------------------------------------------- HostView
 
+HostView::HostView(hostclient::Client& client, hostclient::InformerOptions options)
+    : informer(client, std::move(options)) {
+  // A recorded write outlives nothing the host has removed: a pod deleted at
+  // once (grace 0, never scheduled, finished) is gone, not being deleted.
+  informer.on_event([this](const controllers::ObjectEvent& e) {
+    if (e.type != controllers::EventType::kDeleted) return;
+    std::lock_guard lock(mu_);
+    auto w = written_.find(e.key);
+    if (w != written_.end() && uid_of(w->second) == uid_of(e.object)) written_.erase(w);
+    auto d = deleted_.find(e.key);
+    if (d != deleted_.end() && d->second == uid_of(e.object)) deleted_.erase(d);
+  });
+}
+
 ObjectPtr HostView::get(const std::string& key) {
   ObjectPtr cached = informer.get(key);
   std::lock_guard lock(mu_);
@@ -415,9 +429,20 @@ void SyncerImpl::bootstrap() {
   // not on the way to running the tenant's pods.
   for (HostView* v : views())
     if (v != h_events.get()) v->informer.start();
-  for (HostView* v : views())
-    while (v != h_events.get() && !v->informer.wait_synced(std::chrono::milliseconds(200)))
+  for (HostView* v : views()) {
+    if (v == h_events.get()) continue;
+    const auto since = std::chrono::steady_clock::now();
+    while (!v->informer.wait_synced(std::chrono::milliseconds(200))) {
       if (!sleep_for(std::chrono::milliseconds(1))) return;
+      // Nodes are cluster-wide: a host that grants only the namespace
+      // (403 on nodes) still runs pods, without virtual nodes.
+      if (v == h_nodes.get() &&
+          std::chrono::steady_clock::now() - since > std::chrono::seconds(5)) {
+        VKUBE_LOG(warn, "syncer: host nodes not listed, virtual nodes wait for them");
+        break;
+      }
+    }
+  }
   {
     std::lock_guard lock(mu_);
     if (stopping_) return;
@@ -568,6 +593,17 @@ Status SyncerImpl::host_create(HostView& view, const char* plural, const json& o
   if (r.ok()) {
     view.wrote(key_of(r.body), r.body);
     return Status::ok();
+  }
+  if (r.code == 409) {
+    // Ours, not yet in the cache (a retried create, a trailing watch): look
+    // again soon. Someone else's (no tenant label, so no cache sees it):
+    // say so and back off.
+    const std::string name = str_at(obj, "metadata", "name");
+    auto got = host_->call("GET", host_path(plural) + "/" + name);
+    if (got.ok() && !names_.origin(got.body))
+      return Status::already_exists(std::string(plural) + " " + o_.host_namespace + "/" + name +
+                                    " exists on the host and is not this tenant's");
+    return Status::conflict("create " + name + ": the cache trails");
   }
   return answer_status(r, std::string("create ") + plural + " " + key_of(obj));
 }

@@ -41,8 +41,7 @@ inline constexpr const char* kApiAccessType = "vkube.io/api-access";
 // write does not write again.
 class HostView {
  public:
-  HostView(hostclient::Client& client, hostclient::InformerOptions options)
-      : informer(client, std::move(options)) {}
+  HostView(hostclient::Client& client, hostclient::InformerOptions options);
   hostclient::Informer informer;
 
   // The freshest of the cache and the recent writes; null when absent (or

@@ -27,9 +27,13 @@ TEST_CASE("covers ignores what the host adds and sees what it changed", "[syncer
 }
 
 TEST_CASE("covers compares quantities by value and tolerates dropped empties", "[syncer]") {
-  CHECK(covers(json{{"cpu", "500m"}}, json{{"cpu", "0.5"}}));
-  CHECK(covers(json{{"memory", "1Gi"}}, json{{"memory", "1024Mi"}}));
-  CHECK_FALSE(covers(json{{"cpu", "1"}}, json{{"cpu", "0.5"}}));
+  auto requests = [](json r) { return json{{"resources", {{"requests", std::move(r)}}}}; };
+  CHECK(covers(requests({{"cpu", "500m"}}), requests({{"cpu", "0.5"}})));
+  CHECK(covers(requests({{"memory", "1Gi"}}), requests({{"memory", "1024Mi"}})));
+  CHECK_FALSE(covers(requests({{"cpu", "1"}}), requests({{"cpu", "0.5"}})));
+  // Outside resource maps a string is a string: a version "1.10" is not "1.1".
+  CHECK_FALSE(covers(json{{"data", {{"VERSION", "1.10"}}}}, json{{"data", {{"VERSION", "1.1"}}}}));
+  CHECK_FALSE(covers(json{{"selector", {{"v", "1k"}}}}, json{{"selector", {{"v", "1000"}}}}));
   CHECK_FALSE(covers(json{{"image", "a"}}, json{{"image", "b"}}));
   CHECK(covers(json::object(), json{{"labels", json::object()}, {"x", nullptr}}));
   CHECK(covers(json{{"port", 80}}, json{{"port", 80.0}}));
@@ -47,13 +51,20 @@ TEST_CASE("metadata_patch: labels exact, annotations the syncer's only", "[synce
   have["metadata"]["annotations"]["gpu.vkube.io/allocation"] = "0=1000";
   CHECK(metadata_patch(have, want).is_null());
 
-  // Someone relabels the host pod behind vkube's back: repaired.
+  // Someone relabels the host pod behind vkube's back: repaired; a label
+  // the host adds (a webhook's) is not the syncer's to remove.
   have["metadata"]["labels"]["app"] = "other";
-  have["metadata"]["labels"]["extra"] = "1";
+  have["metadata"]["labels"]["sidecar.io/injected"] = "1";
   json p = metadata_patch(have, want);
   REQUIRE(p.is_object());
   CHECK(p["metadata"]["labels"]["app"] == "web");
-  CHECK(p["metadata"]["labels"]["extra"].is_null());
+  CHECK_FALSE(p["metadata"]["labels"].contains("sidecar.io/injected"));
+
+  // The tenant drops a label it had: dropped on the host too.
+  json fewer = {
+      {"metadata", {{"labels", {{"vkube.io/tenant", "a"}}}, {"annotations", {{"note", "x"}}}}}};
+  record_managed_annotations(fewer);
+  CHECK(metadata_patch(want, fewer)["metadata"]["labels"]["app"].is_null());
 
   // The tenant removes its annotation: removed on the host, the host's kept.
   json want2 = {{"metadata", {{"labels", want["metadata"]["labels"]}}}};

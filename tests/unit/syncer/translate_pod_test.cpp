@@ -30,7 +30,7 @@ PodContext context(const NameMapper& names) {
                   {"headless", "None", {{"", {{"port", 80}}}}}};
   ctx.dns_ip = "10.96.0.10";
   ctx.priority_class = "vkube-tenant-team-a";
-  ctx.api_access_secret = "vkube-sa-trainer-x-ml-x-team-a";
+  ctx.api_access_secret = "trainer-x-ml-x-team-a.sa-token";
   ctx.api_host = "10.244.9.7";
   ctx.api_port = 6443;
   ctx.token_secret = "trainer-token-x-ml-x-team-a";
@@ -96,7 +96,7 @@ TEST_CASE("the tenant's API credentials are mounted where kube mounts them", "[s
   CHECK(spec["containers"][0]["volumeMounts"][0]["name"] == "vkube-api-access");
   CHECK(spec["containers"][1]["volumeMounts"].size() == 1);
   REQUIRE(spec["volumes"].size() == 1);
-  CHECK(spec["volumes"][0]["secret"]["secretName"] == "vkube-sa-trainer-x-ml-x-team-a");
+  CHECK(spec["volumes"][0]["secret"]["secretName"] == "trainer-x-ml-x-team-a.sa-token");
   const json& env = spec["containers"][0]["env"];
   CHECK(std::find(env.begin(), env.end(),
                   json({{"name", "KUBERNETES_SERVICE_HOST"}, {"value", "10.244.9.7"}})) !=
