@@ -66,6 +66,9 @@ spec:
     targetPort: 8080
 )";
 
+// Long enough for a loaded 2-core CI machine; a pass returns at once.
+constexpr auto kSettle = seconds(30);
+
 // `kubectl get ARGS -o json`'s items (a copy: safe in a range-for).
 json items(Cluster& c, std::vector<std::string> args) {
   return c.get_json(std::move(args))["items"];
@@ -150,12 +153,14 @@ TEST_CASE("syncer: tenant pods run on the shared host, isolated, both ways, acro
   CHECK(hp.size() == 3);
   json hcm = host.get_json({"configmap", "web-config-x-default-x-team-a", "-n", "vkube-team-a"});
   CHECK(hcm["data"]["MODE"] == "production");
-  REQUIRE(eventually([&] {
-    Result r = host.kubectl({"get", "svc", "web-x-default-x-team-a", "-n", "vkube-team-a", "-o",
-                             "jsonpath={.spec.clusterIP}"});
-    return r.exit_code == 0 && !r.out.empty() &&
-           a.get_json({"svc", "web"})["spec"]["clusterIP"] == r.out;
-  }));
+  REQUIRE(eventually(
+      [&] {
+        Result r = host.kubectl({"get", "svc", "web-x-default-x-team-a", "-n", "vkube-team-a", "-o",
+                                 "jsonpath={.spec.clusterIP}"});
+        return r.exit_code == 0 && !r.out.empty() &&
+               a.get_json({"svc", "web"})["spec"]["clusterIP"] == r.out;
+      },
+      kSettle));
 
   // --- A host object changed behind vkube's back is repaired; one that
   // stands for another tenant object (its tenant UID differs) is replaced.
@@ -169,24 +174,29 @@ TEST_CASE("syncer: tenant pods run on the shared host, isolated, both ways, acro
     REQUIRE_THAT(host.kubectl({"patch", "configmap", cm, "-n", "vkube-team-a", "--type=merge", "-p",
                                R"({"data":{"MODE":"hacked"}})"}),
                  Succeeded());
-    REQUIRE(eventually([&] {
-      return host.get_json({"pod", hweb, "-n", "vkube-team-a"})["metadata"]["labels"]["app"] ==
-                 "web" &&
-             host.get_json({"configmap", cm, "-n", "vkube-team-a"})["data"]["MODE"] == "production";
-    }));
+    REQUIRE(eventually(
+        [&] {
+          return host.get_json({"pod", hweb, "-n", "vkube-team-a"})["metadata"]["labels"]["app"] ==
+                     "web" &&
+                 host.get_json({"configmap", cm, "-n", "vkube-team-a"})["data"]["MODE"] ==
+                     "production";
+        },
+        kSettle));
     const std::string old_uid =
         host.get_json({"configmap", cm, "-n", "vkube-team-a"})["metadata"]["uid"];
     REQUIRE_THAT(host.kubectl({"annotate", "configmap", cm, "-n", "vkube-team-a",
                                "vkube.io/tenant-uid=someone-else", "--overwrite"}),
                  Succeeded());
     const std::string tenant_uid = a.get_json({"configmap", "web-config"})["metadata"]["uid"];
-    REQUIRE(eventually([&] {
-      Result r = host.kubectl({"get", "configmap", cm, "-n", "vkube-team-a", "-o", "json"});
-      if (r.exit_code != 0) return false;
-      json h = json::parse(r.out);
-      return h["metadata"]["uid"] != old_uid &&
-             h["metadata"]["annotations"]["vkube.io/tenant-uid"] == tenant_uid;
-    }));
+    REQUIRE(eventually(
+        [&] {
+          Result r = host.kubectl({"get", "configmap", cm, "-n", "vkube-team-a", "-o", "json"});
+          if (r.exit_code != 0) return false;
+          json h = json::parse(r.out);
+          return h["metadata"]["uid"] != old_uid &&
+                 h["metadata"]["annotations"]["vkube.io/tenant-uid"] == tenant_uid;
+        },
+        kSettle));
   }
 
   // --- vkube answers the tenant's DNS (no CoreDNS pod): a real resolver
@@ -228,12 +238,14 @@ TEST_CASE("syncer: tenant pods run on the shared host, isolated, both ways, acro
   b.setup(
       "apiVersion: v1\nkind: Service\nmetadata:\n  name: db\nspec:\n  selector: {app: db}\n"
       "  ports:\n  - port: 5432\n");
-  REQUIRE(eventually([&] {
-    Result r = host.kubectl({"get", "svc", "db-x-default-x-team-b", "-n", "vkube-team-b", "-o",
-                             "jsonpath={.spec.clusterIP}"});
-    return r.exit_code == 0 && !r.out.empty() &&
-           b.get_json({"svc", "db"})["spec"]["clusterIP"] == r.out;
-  }));
+  REQUIRE(eventually(
+      [&] {
+        Result r = host.kubectl({"get", "svc", "db-x-default-x-team-b", "-n", "vkube-team-b", "-o",
+                                 "jsonpath={.spec.clusterIP}"});
+        return r.exit_code == 0 && !r.out.empty() &&
+               b.get_json({"svc", "db"})["spec"]["clusterIP"] == r.out;
+      },
+      kSettle));
   CHECK(b.get_json({"svc", "db"})["spec"]["clusterIP"] !=
         a.get_json({"svc", "web"})["spec"]["clusterIP"]);
 
@@ -252,14 +264,14 @@ TEST_CASE("syncer: tenant pods run on the shared host, isolated, both ways, acro
   // --- Deletion: tenant -> host, and host -> tenant.
   REQUIRE_THAT(a.kubectl({"delete", "pod", "train", "--wait=true", "--timeout=30s"}, seconds(40)),
                Succeeded());
-  REQUIRE(
-      eventually([&] { return host_pods(host, "team-a").count("train-x-default-x-team-a") == 0; }));
+  REQUIRE(eventually(
+      [&] { return host_pods(host, "team-a").count("train-x-default-x-team-a") == 0; }, kSettle));
   // The node no longer runs anything of A's... unless the web pods share it.
   std::string web_pod = a.get_json({"pods", "-l", "app=web"})["items"][0]["metadata"]["name"];
   REQUIRE_THAT(
       host.kubectl({"delete", "pod", web_pod + "-x-default-x-team-a", "-n", "vkube-team-a"}),
       Succeeded());
-  REQUIRE(eventually([&] { return pod_phase(a, "default", web_pod).empty(); }, seconds(15)));
+  REQUIRE(eventually([&] { return pod_phase(a, "default", web_pod).empty(); }, kSettle));
   // The ReplicaSet replaces it, on the host too.
   REQUIRE(eventually(
       [&] {
