@@ -125,6 +125,117 @@ std::vector<std::string> baseline_violations(const json& spec) {
   return out;
 }
 
+// The restricted level's checks on top of baseline, as "check (detail)".
+std::vector<std::string> restricted_violations(const json& spec) {
+  std::vector<std::string> out;
+  std::vector<const json*> containers;
+  for (const char* list : {"initContainers", "containers", "ephemeralContainers"})
+    if (auto cs = spec.find(list); cs != spec.end() && cs->is_array())
+      for (const json& c : *cs)
+        if (c.is_object()) containers.push_back(&c);
+  auto name_of = [](const json& c) { return c.value("name", ""); };
+  auto sc_of = [](const json& holder) {
+    json sc = holder.value("securityContext", json::object());
+    return sc.is_object() ? sc : json::object();
+  };
+  const json psc = sc_of(spec);
+
+  // allowPrivilegeEscalation
+  std::vector<std::string> escalating;
+  for (const json* c : containers)
+    if (sc_of(*c).value("allowPrivilegeEscalation", true) != false)
+      escalating.push_back(name_of(*c));
+  if (!escalating.empty())
+    out.push_back("allowPrivilegeEscalation != false (" + containers_phrase(escalating) +
+                  " must set securityContext.allowPrivilegeEscalation=false)");
+  // capabilities_restricted
+  std::vector<std::string> no_drop, bad_add_containers;
+  std::set<std::string> bad_add;
+  for (const json* c : containers) {
+    const json caps = sc_of(*c).value("capabilities", json::object());
+    bool drops_all = false;
+    for (const json& d : caps.value("drop", json::array())) drops_all |= d == "ALL";
+    if (!drops_all) no_drop.push_back(name_of(*c));
+    bool bad = false;
+    for (const json& a : caps.value("add", json::array()))
+      if (a.is_string() && a != "NET_BIND_SERVICE") {
+        bad_add.insert(a.get<std::string>());
+        bad = true;
+      }
+    if (bad) bad_add_containers.push_back(name_of(*c));
+  }
+  std::vector<std::string> cap_details;
+  if (!no_drop.empty())
+    cap_details.push_back(containers_phrase(no_drop) +
+                          " must set securityContext.capabilities.drop=[\"ALL\"]");
+  if (!bad_add_containers.empty())
+    cap_details.push_back(containers_phrase(bad_add_containers) + " must not include " +
+                          quoted_list({bad_add.begin(), bad_add.end()}) +
+                          " in securityContext.capabilities.add");
+  if (!cap_details.empty()) {
+    std::string d;
+    for (const auto& x : cap_details) d += (d.empty() ? "" : "; ") + x;
+    out.push_back("unrestricted capabilities (" + d + ")");
+  }
+  // runAsNonRoot: the pod's true covers containers that do not say false.
+  const bool pod_non_root = psc.value("runAsNonRoot", false) == true;
+  std::vector<std::string> root_ok;
+  for (const json* c : containers) {
+    const json v = sc_of(*c).value("runAsNonRoot", json());
+    if (v == false || (!pod_non_root && v != true)) root_ok.push_back(name_of(*c));
+  }
+  if (!root_ok.empty())
+    out.push_back(std::string("runAsNonRoot != true (") + (pod_non_root ? "" : "pod or ") +
+                  containers_phrase(root_ok) + " must set securityContext.runAsNonRoot=true)");
+  // runAsUser
+  std::vector<std::string> as_root;
+  for (const json* c : containers)
+    if (sc_of(*c).value("runAsUser", int64_t{-1}) == 0) as_root.push_back(name_of(*c));
+  if (psc.value("runAsUser", int64_t{-1}) == 0)
+    out.push_back("runAsUser=0 (pod must not set runAsUser=0)");
+  if (!as_root.empty())
+    out.push_back("runAsUser=0 (" + containers_phrase(as_root) + " must not set runAsUser=0)");
+  // seccompProfile_restricted: RuntimeDefault or Localhost, the pod's or each container's.
+  auto confined = [](const json& sc) {
+    const std::string t = sc.value("seccompProfile", json::object()).value("type", "");
+    return t == "RuntimeDefault" || t == "Localhost";
+  };
+  const bool pod_confined = confined(psc);
+  std::vector<std::string> unset;
+  for (const json* c : containers) {
+    const json sc = sc_of(*c);
+    if (!confined(sc) && (!pod_confined || sc.contains("seccompProfile")))
+      unset.push_back(name_of(*c));
+  }
+  if (!unset.empty())
+    out.push_back(
+        std::string("seccompProfile (") + (pod_confined ? "" : "pod or ") +
+        containers_phrase(unset) +
+        " must set securityContext.seccompProfile.type to \"RuntimeDefault\" or \"Localhost\")");
+  // restrictedVolumes
+  static const std::set<std::string> kAllowedVolumes = {
+      "configMap", "csi",   "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim",
+      "projected", "secret"};
+  std::vector<std::string> bad_volumes;
+  std::set<std::string> bad_types;
+  if (auto vs = spec.find("volumes"); vs != spec.end() && vs->is_array())
+    for (const json& v : *vs) {
+      if (!v.is_object()) continue;
+      for (auto it = v.begin(); it != v.end(); ++it)
+        if (it.key() != "name" && !kAllowedVolumes.count(it.key())) {
+          bad_volumes.push_back(v.value("name", ""));
+          bad_types.insert(it.key());
+        }
+    }
+  if (!bad_volumes.empty())
+    out.push_back("restricted volume types (" +
+                  std::string(bad_volumes.size() == 1 ? "volume " : "volumes ") +
+                  quoted_list(bad_volumes) + (bad_volumes.size() == 1 ? " uses" : " use") +
+                  " restricted volume type" + (bad_types.size() == 1 ? " " : "s ") +
+                  quoted_list({bad_types.begin(), bad_types.end()}) + ")");
+  return out;
+}
+
 }  // namespace
 
 std::optional<ApiError> admit_pod_security(Context& c, const json& pod, const std::string& ns,
@@ -141,10 +252,11 @@ std::optional<ApiError> admit_pod_security(Context& c, const json& pod, const st
         level = labels["pod-security.kubernetes.io/enforce"].get<std::string>();
     }
   }
-  // "restricted" is enforced as baseline for now: its extra checks (non-root,
-  // dropped capabilities, seccomp required) are not implemented yet.
   if (level != "baseline" && level != "restricted") return std::nullopt;
-  std::vector<std::string> v = baseline_violations(pod.value("spec", json::object()));
+  const json spec = pod.value("spec", json::object());
+  std::vector<std::string> v = baseline_violations(spec);
+  if (level == "restricted")
+    for (std::string& more : restricted_violations(spec)) v.push_back(std::move(more));
   if (v.empty()) return std::nullopt;
   return ApiError(
       Status(Code::kForbidden, "pods \"" + name + "\" is forbidden: violates PodSecurity \"" +

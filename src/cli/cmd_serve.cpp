@@ -59,7 +59,7 @@ int run_serve(const Args& args) {
   std::string& pod_security = flags.add_string(
       "pod-security", "baseline",
       "Pod Security level of namespaces without the pod-security.kubernetes.io/enforce label: "
-      "privileged, baseline or restricted (enforced as baseline for now)");
+      "privileged, baseline or restricted");
   std::string& gpu_quota = flags.add_string(
       "gpu-quota", "",
       "the tenant's GPU quota, checked at pod create: gpus=N (whole GPUs), milli=N (all GPU in "

@@ -39,7 +39,10 @@ struct Options {
   // pod-security.kubernetes.io/enforce: "privileged" (nothing refused),
   // "baseline" (privileged containers, host namespaces, hostPath, hostPorts,
   // extra capabilities and unconfined seccomp refused at create) or
-  // "restricted" (enforced as baseline for now).
+  // "restricted" (baseline plus: no privilege escalation, capabilities
+  // dropped to ALL (NET_BIND_SERVICE may be added), non-root, a seccomp
+  // profile, and only configMap/csi/downwardAPI/emptyDir/ephemeral/PVC/
+  // projected/secret volumes).
   std::string pod_security = "privileged";
   // The tenant's GPU quota (gpu::parse_gpu_quota), enforced at pod create
   // with kube ResourceQuota's 403; empty: none.

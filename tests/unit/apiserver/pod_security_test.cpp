@@ -97,4 +97,41 @@ TEST_CASE("a privileged server, or namespace, refuses nothing", "[apiserver]") {
             .status == 201);
 }
 
+TEST_CASE("a restricted namespace also wants non-root, dropped capabilities and seccomp",
+          "[apiserver]") {
+  Server s("restricted");
+  auto plain = s.create(
+      "t", pod("plain", json::object(),
+               {{"volumes", {{{"name", "share"}, {"nfs", {{"server", "f"}, {"path", "/"}}}}}}}));
+  CHECK(plain.status == 403);
+  CHECK(message(plain) ==
+        "pods \"plain\" is forbidden: violates PodSecurity \"restricted:latest\": "
+        "allowPrivilegeEscalation != false (container \"app\" must set "
+        "securityContext.allowPrivilegeEscalation=false), unrestricted capabilities (container "
+        "\"app\" must set securityContext.capabilities.drop=[\"ALL\"]), runAsNonRoot != true (pod "
+        "or container \"app\" must set securityContext.runAsNonRoot=true), seccompProfile (pod or "
+        "container \"app\" must set securityContext.seccompProfile.type to \"RuntimeDefault\" or "
+        "\"Localhost\"), restricted volume types (volume \"share\" uses restricted volume type "
+        "\"nfs\")");
+
+  // The pod-level settings cover its containers; NET_BIND_SERVICE may be added.
+  json hardened = pod("hardened",
+                      {{"securityContext",
+                        {{"allowPrivilegeEscalation", false},
+                         {"capabilities", {{"drop", {"ALL"}}, {"add", {"NET_BIND_SERVICE"}}}}}}},
+                      {{"securityContext",
+                        {{"runAsNonRoot", true}, {"seccompProfile", {{"type", "RuntimeDefault"}}}}},
+                       {"volumes", {{{"name", "cfg"}, {"configMap", {{"name", "c"}}}}}}});
+  CHECK(s.create("t", hardened).status == 201);
+
+  // A container undoing the pod's non-root setting, or running as root, is refused.
+  json rooted = hardened;
+  rooted["metadata"]["name"] = "rooted";
+  rooted["spec"]["containers"][0]["securityContext"]["runAsUser"] = 0;
+  auto r = s.create("t", rooted);
+  CHECK(r.status == 403);
+  CHECK(message(r).find("runAsUser=0 (container \"app\" must not set runAsUser=0)") !=
+        std::string::npos);
+}
+
 }  // namespace vkube::apiserver
