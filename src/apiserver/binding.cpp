@@ -123,8 +123,8 @@ http::Response bind_pod(Context& c, const json& binding, const json& annotations
 
 http::Response handle_binding(Context& c) {
   const Registry& reg = c.server.registry();
-  const Kind* binding_kind = reg.find("", "v1", "bindings");
-  const Kind* pod_kind = reg.find("", "v1", "pods");
+  const Kind* binding_kind = reg.builtin("", "v1", "bindings");
+  const Kind* pod_kind = reg.builtin("", "v1", "pods");
   if (binding_kind == nullptr || pod_kind == nullptr)
     return error_response(Status::internal("the built-in table lacks pods or bindings"));
   const bool legacy = c.info.resource == "bindings";
@@ -136,7 +136,7 @@ http::Response handle_binding(Context& c) {
 
   // The body is decoded and its fields checked as a Binding, whichever URL
   // it came to.
-  Context bc{c.server, c.req, c.info, *binding_kind, c.user, {}};
+  Context bc{c.server, c.req, c.info, *binding_kind, c.user, c.kinds, {}, {}};
   auto decoded = decode_body(bc);
   c.warnings.insert(c.warnings.end(), bc.warnings.begin(), bc.warnings.end());
   if (!decoded.is_ok()) return error_response(decoded.status());
@@ -163,7 +163,7 @@ http::Response handle_binding(Context& c) {
   pod_info.resource = "pods";
   pod_info.name = name;
   pod_info.subresource = "binding";
-  Context pc{c.server, c.req, pod_info, *pod_kind, c.user, {}};
+  Context pc{c.server, c.req, pod_info, *pod_kind, c.user, c.kinds, {}, {}};
   http::Response resp = bind_pod(pc, binding, *annotations);
   c.warnings.insert(c.warnings.end(), pc.warnings.begin(), pc.warnings.end());
   return resp;

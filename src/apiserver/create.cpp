@@ -1,4 +1,5 @@
 // POST: create an object.
+#include "custom_resources.h"
 #include "field_manager.h"
 #include "object.h"
 #include "server_impl.h"
@@ -11,6 +12,10 @@ namespace {
 // The status an object starts with (the kinds' PrepareForCreate).
 void reset_status(const api::Resource& r, json& obj) {
   if (!r.status_subresource) return;
+  if (r.is_custom) {
+    obj.erase("status");  // kube drops a custom resource's status on create
+    return;
+  }
   if (!r.gv.group.empty() || r.plural == "replicationcontrollers") {
     obj["status"] = json::object();
   } else if (r.plural == "pods") {
@@ -85,8 +90,9 @@ http::Response create_object(Context& c, json obj, bool track) {
   meta.erase("deletionGracePeriodSeconds");
   if (c.kind.has_generation) meta["generation"] = 1;
   else meta.erase("generation");
+  if (auto err = admit_custom_create(c.kind)) return error_response(*err);
   reset_status(r, obj);
-  builtin::apply_defaults(r, obj);
+  apply_kind_defaults(c.kind, obj);
   if (r.plural == "pods" && r.gv.group.empty()) obj["status"]["qosClass"] = pod_qos_class(obj);
   if (track) track_fields(c, nullptr, obj);
 
@@ -98,6 +104,8 @@ http::Response create_object(Context& c, json obj, bool track) {
   }
   // Last, as kube runs ResourceQuota after every other admission plugin.
   if (auto err = admit_gpu_quota(c, obj, name)) return error_response(*err);
+  for (auto& w : kind_warnings(c.kind, obj)) c.warnings.push_back(std::move(w));
+  to_storage_version(c.kind, obj);
   if (c.dry_run()) return object_response(c, 201, std::move(obj));
 
   auto kv = c.server.backend().create(c.key(name), encode_for_storage(obj));
@@ -107,6 +115,7 @@ http::Response create_object(Context& c, json obj, bool track) {
     return error_response(storage_error(c, kv.status(), name));
   }
   meta["resourceVersion"] = std::to_string(kv->mod_revision);
+  c.created_name = name;
   return object_response(c, 201, std::move(obj));
 }
 

@@ -2,6 +2,7 @@
 #include <thread>
 
 #include "codec.h"
+#include "definition.h"
 #include "list_common.h"
 #include "object.h"
 #include "server_impl.h"
@@ -10,6 +11,8 @@
 namespace vkube::apiserver {
 
 namespace {
+
+constexpr const char* kCrdCleanupFinalizer = crd::kCleanupFinalizer;
 
 struct DeleteOptions {
   std::optional<int64_t> grace_period;
@@ -102,6 +105,13 @@ Result<Deleted> delete_one(Context& c, const std::string& ns, const std::string&
       changed = true;
     } else if (o.propagation == "Orphan" && !has_finalizer(nmeta, "orphan")) {
       nmeta["finalizers"].push_back("orphan");
+      changed = true;
+    }
+    // A CRD goes only after its custom resources (kube's CRD storage adds
+    // the cleanup finalizer at deletion; the CRD cleanup controller removes it).
+    if (r.plural == "customresourcedefinitions" && r.gv.group == "apiextensions.k8s.io" &&
+        !nmeta.contains("deletionTimestamp") && !has_finalizer(nmeta, kCrdCleanupFinalizer)) {
+      nmeta["finalizers"].push_back(kCrdCleanupFinalizer);
       changed = true;
     }
     // Graceful deletion: a pod on a node lingers until its kubelet confirms.

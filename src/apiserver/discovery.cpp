@@ -18,7 +18,7 @@ bool wants_aggregated(std::string_view accept) {
 
 const std::vector<std::string> kSubVerbs = {"get", "patch", "update"};
 
-json legacy_resources(const Registry& reg, const api::GroupVersion& gv) {
+json legacy_resources(const KindSet& reg, const api::GroupVersion& gv) {
   json resources = json::array();
   for (const Kind* k : reg.kinds_in(gv)) {
     const api::Resource& r = k->resource;
@@ -52,7 +52,7 @@ json legacy_resources(const Registry& reg, const api::GroupVersion& gv) {
           {"groupVersion", gv.api_version()}, {"resources", resources}};
 }
 
-json aggregated_group(const Registry& reg, const std::string& group) {
+json aggregated_group(const KindSet& reg, const std::string& group) {
   json versions = json::array();
   for (const auto& gv : reg.group_versions()) {
     if (gv.group != group) continue;
@@ -91,7 +91,7 @@ json aggregated_group(const Registry& reg, const std::string& group) {
   return {{"metadata", {{"name", group}, {"creationTimestamp", nullptr}}}, {"versions", versions}};
 }
 
-json api_group(const Registry& reg, const std::string& group) {
+json api_group(const KindSet& reg, const std::string& group) {
   json versions = json::array();
   for (const auto& gv : reg.group_versions())
     if (gv.group == group)
@@ -113,7 +113,8 @@ http::Response aggregated_response(const json& items) {
 }  // namespace
 
 http::Response handle_discovery(Server& s, const http::Request& req, const RequestInfo& info) {
-  const Registry& reg = s.registry();
+  std::shared_ptr<const KindSet> snapshot = s.registry().snapshot();
+  const KindSet& reg = *snapshot;
   std::string path = req.path;
   while (path.size() > 1 && path.back() == '/') path.pop_back();
   const bool aggregated = wants_aggregated(req.header("Accept"));

@@ -16,7 +16,7 @@ http::Response handle_get(Context& c) {
   if (!rv.is_ok()) return error_response(rv.status());
   auto obj = read_object(c, c.info.name);
   if (!obj.is_ok()) return error_response(storage_error(c, obj.status(), c.info.name));
-  if (c.info.subresource == "scale") return json_response(200, to_scale(c.resource(), *obj));
+  if (c.info.subresource == "scale") return json_response(200, to_scale(c.kind, *obj));
   return object_response(c, 200, std::move(obj).value());
 }
 

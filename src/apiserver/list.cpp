@@ -18,7 +18,13 @@ http::Response handle_list(Context& c) {
     return json_response(200, make_table(c.kind, listed->items, include, std::move(meta)));
   }
   json items = json::array();
-  for (json& obj : listed->items) items.push_back(std::move(obj));
+  // Custom resources are stored in the CRD's storage version: each item
+  // is shown in the version asked for (the None conversion).
+  const bool custom = c.resource().is_custom;
+  for (json& obj : listed->items) {
+    if (custom) obj["apiVersion"] = c.resource().gv.api_version();
+    items.push_back(std::move(obj));
+  }
   return body_response(c.req, 200, {{"kind", c.resource().list_kind()},
                              {"apiVersion", c.resource().gv.api_version()},
                              {"metadata", std::move(meta)},

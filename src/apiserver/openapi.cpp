@@ -7,6 +7,7 @@
 #include <functional>
 #include <mutex>
 
+#include "definition.h"
 #include "server_impl.h"
 #include "vkube/schema/openapi.h"
 
@@ -22,7 +23,26 @@ const schema::Message* message_of(const api::Resource& r) {
   return schema::Registry::get().find_kind(r.gv.group, r.gv.version, r.kind);
 }
 
+// "stable.example.com" -> "com.example.stable", as kube names CRD schemas.
+std::string reversed_group(const std::string& group) {
+  std::string out;
+  size_t end = group.size();
+  while (true) {
+    size_t dot = group.rfind('.', end == 0 ? 0 : end - 1);
+    if (dot == std::string::npos || end == 0) {
+      if (!out.empty()) out += '.';
+      out += group.substr(0, end);
+      break;
+    }
+    if (!out.empty()) out += '.';
+    out += group.substr(dot + 1, end - dot - 1);
+    end = dot;
+  }
+  return out;
+}
+
 std::string schema_name(const api::Resource& r) {
+  if (r.is_custom) return reversed_group(r.gv.group) + "." + r.gv.version + "." + r.kind;
   if (const schema::Message* m = message_of(r)) return m->openapi_name();
   std::string group = r.gv.group.empty() ? "core" : r.gv.group;
   std::string short_group = group.substr(0, group.find('.'));
@@ -31,6 +51,10 @@ std::string schema_name(const api::Resource& r) {
 
 json gvk(const api::Resource& r) {
   return {{"group", r.gv.group}, {"version", r.gv.version}, {"kind", r.kind}};
+}
+
+json meta_ref_to(const std::string& component) {
+  return {{"allOf", json::array({{{"$ref", "#/components/schemas/" + component}}})}};
 }
 
 json param(const char* name, const char* in, const char* type, const char* description) {
@@ -81,6 +105,46 @@ json open_schema(const api::Resource& r) {
           {"x-kubernetes-group-version-kind", json::array({gvk(r)})}};
 }
 
+constexpr std::string_view kObjectMeta = "k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta";
+constexpr std::string_view kListMeta = "k8s.io.apimachinery.pkg.apis.meta.v1.ListMeta";
+
+json meta_ref(std::string_view proto_name) {
+  const schema::Message* m = schema::Registry::get().find(proto_name);
+  if (m == nullptr) return {{"type", "object"}};
+  return {{"allOf", json::array({{{"$ref", schema::openapi_ref(*m)}}})}};
+}
+
+// A custom kind's schema as kube publishes it: the CRD's openAPIV3Schema
+// with apiVersion, kind and metadata (ObjectMeta) added, and its list.
+void custom_schemas(const Kind& k, json& schemas, std::vector<const schema::Message*>& roots) {
+  const api::Resource& r = k.resource;
+  json s = k.custom && k.custom->schema.is_object() ? k.custom->schema
+                                                     : json{{"type", "object"},
+                                                            {"x-kubernetes-preserve-unknown-fields", true}};
+  if (!s.contains("properties") || !s["properties"].is_object()) s["properties"] = json::object();
+  s["properties"]["apiVersion"] = {{"type", "string"},
+                                   {"description", "APIVersion defines the versioned schema of this representation of an object."}};
+  s["properties"]["kind"] = {{"type", "string"},
+                             {"description", "Kind is a string value representing the REST resource this object represents."}};
+  s["properties"]["metadata"] = meta_ref(kObjectMeta);
+  s["x-kubernetes-group-version-kind"] = json::array({gvk(r)});
+  schemas[schema_name(r)] = std::move(s);
+  json list_gvk = gvk(r);
+  list_gvk["kind"] = r.list_kind();
+  schemas[schema_name(r) + "List"] = {
+      {"type", "object"},
+      {"description", r.list_kind() + " is a list of " + r.kind},
+      {"required", json::array({"items"})},
+      {"properties",
+       {{"apiVersion", {{"type", "string"}}},
+        {"kind", {{"type", "string"}}},
+        {"items", {{"type", "array"}, {"items", meta_ref_to(schema_name(r))}}},
+        {"metadata", meta_ref(kListMeta)}}},
+      {"x-kubernetes-group-version-kind", json::array({list_gvk})}};
+  for (std::string_view name : {kObjectMeta, kListMeta})
+    if (const schema::Message* m = schema::Registry::get().find(name)) roots.push_back(m);
+}
+
 std::string op_kind_name(const api::Resource& r) {
   std::string g = r.gv.group.empty() ? "Core" : r.gv.group.substr(0, r.gv.group.find('.'));
   g[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(g[0])));
@@ -89,14 +153,16 @@ std::string op_kind_name(const api::Resource& r) {
   return g + v;
 }
 
-json document(const Registry& reg, const api::GroupVersion& gv) {
+json document(const KindSet& reg, const api::GroupVersion& gv) {
   json paths = json::object();
   json schemas = json::object();
   std::vector<const schema::Message*> roots;
   const std::string base = "/" + doc_path(gv);
   for (const Kind* k : reg.kinds_in(gv)) {
     const api::Resource& r = k->resource;
-    if (const schema::Message* m = message_of(r)) {
+    if (r.is_custom) {
+      custom_schemas(*k, schemas, roots);
+    } else if (const schema::Message* m = message_of(r)) {
       roots.push_back(m);
       if (const schema::Message* list = schema::Registry::get().find_kind(r.gv.group, r.gv.version, r.list_kind()))
         roots.push_back(list);
@@ -143,15 +209,38 @@ json document(const Registry& reg, const api::GroupVersion& gv) {
           {"components", {{"schemas", schemas}}}};
 }
 
-struct Cache {
-  std::mutex mu;
-  std::map<std::string, std::pair<std::string, std::string>> docs;  // path -> (body, hash)
-};
+std::pair<std::string, std::string> render(const KindSet& reg, const api::GroupVersion& gv) {
+  std::string body = document(reg, gv).dump();
+  char hash[32];
+  std::snprintf(hash, sizeof hash, "%016zX", std::hash<std::string>{}(body));
+  return {std::move(body), hash};
+}
+
+// Brings the cached documents up to date: the built-in group versions are
+// rendered once, the custom ones again whenever the registry changed.
+void refresh(Server& s, OpenApiCache& cache) {
+  const uint64_t generation = s.registry().generation();
+  if (!cache.docs.empty() && cache.generation == generation) return;
+  std::shared_ptr<const KindSet> snapshot = s.registry().snapshot();
+  if (cache.docs.empty())
+    for (const auto& gv : s.registry().builtin_set().group_versions())
+      cache.docs[doc_path(gv)] = render(*snapshot, gv);
+  for (auto it = cache.docs.begin(); it != cache.docs.end();)
+    it = cache.custom.contains(it->first) ? cache.docs.erase(it) : std::next(it);
+  cache.custom.clear();
+  for (const auto& gv : snapshot->group_versions()) {
+    std::string path = doc_path(gv);
+    if (cache.docs.contains(path)) continue;
+    cache.docs[path] = render(*snapshot, gv);
+    cache.custom.insert(path);
+  }
+  cache.generation = generation;
+}
 
 }  // namespace
 
 http::Response handle_openapi(Server& s, const http::Request& req) {
-  static Cache cache;
+  OpenApiCache& cache = s.openapi_cache();
   std::string path = req.path;
   while (path.size() > 1 && path.back() == '/') path.pop_back();
   if (path == "/openapi/v2")
@@ -160,14 +249,7 @@ http::Response handle_openapi(Server& s, const http::Request& req) {
     return error_response(Status::not_found("the server could not find the requested resource"));
 
   std::lock_guard lock(cache.mu);
-  if (cache.docs.empty()) {
-    for (const auto& gv : s.registry().group_versions()) {
-      std::string body = document(s.registry(), gv).dump();
-      char hash[32];
-      std::snprintf(hash, sizeof hash, "%016zX", std::hash<std::string>{}(body));
-      cache.docs[doc_path(gv)] = {std::move(body), hash};
-    }
-  }
+  refresh(s, cache);
   if (path == "/openapi/v3") {
     json paths = json::object();
     for (const auto& [p, doc] : cache.docs)

@@ -14,8 +14,9 @@ http::Response handle_patch(Context& c) {
   if (!type.is_ok()) return error_response(type.status());
   if (*type == PatchType::kStrategic && c.resource().is_custom)
     return error_response(Status(Code::kUnsupportedMediaType,
-                                 "strategic merge patch is not supported for custom resources; "
-                                 "use a JSON merge patch"));
+                                 "the body of the request was in an unknown format - accepted "
+                                 "media types include: application/json-patch+json, "
+                                 "application/merge-patch+json, application/apply-patch+yaml"));
   if (*type == PatchType::kApply) return handle_apply(c);
   if (auto err = check_write_options(c, "PatchOptions", false)) return error_response(*err);
   const std::string kind = c.resource().kind;
@@ -30,10 +31,10 @@ http::Response handle_patch(Context& c) {
     // Reported after the object is read, so a missing object is still a 404.
     if (patch.is_discarded()) return Status::bad_request("the patch is not valid JSON");
     if (c.info.subresource == "scale") {
-      auto patched = apply_patch(*type, to_scale(c.resource(), cur), patch, scale);
+      auto patched = apply_patch(*type, to_scale(c.kind, cur), patch, scale);
       if (!patched.is_ok()) return patched.status();
       json next = cur;
-      VKUBE_RETURN_IF_ERROR(apply_scale(*patched, next));
+      VKUBE_RETURN_IF_ERROR(apply_scale(c.kind, *patched, next));
       // As for the object itself: only a resourceVersion the patch set is a
       // precondition (else a race with the controller's status write is a 409).
       std::string rv = str_at((*patched)["metadata"], "resourceVersion");

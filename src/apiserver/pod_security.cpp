@@ -243,7 +243,7 @@ std::optional<ApiError> admit_pod_security(Context& c, const json& pod, const st
   const api::Resource& r = c.resource();
   if (r.plural != "pods" || !r.gv.group.empty() || ns.empty()) return std::nullopt;
   std::string level = c.server.options().pod_security;
-  const Kind* ns_kind = c.server.registry().find("", "v1", "namespaces");
+  const Kind* ns_kind = c.server.registry().builtin("", "v1", "namespaces");
   if (auto kv = c.server.backend().get(Registry::key(*ns_kind, "", ns)); kv.is_ok()) {
     if (auto obj = decode_stored(*kv); obj.is_ok()) {
       const json labels = (*obj)["metadata"].value("labels", json::object());

@@ -1,11 +1,14 @@
 #include "scale.h"
 
+#include "custom_resources.h"
 #include "object.h"
 #include "vkube/api/selector.h"
 
 namespace vkube::apiserver {
 
-json to_scale(const api::Resource& r, const json& obj) {
+json to_scale(const builtin::Kind& k, const json& obj) {
+  if (k.custom) return custom_to_scale(k, obj);
+  const api::Resource& r = k.resource;
   const json& meta = obj["metadata"];
   json scale_meta = {{"name", meta.value("name", "")},
                      {"uid", meta.value("uid", "")},
@@ -33,7 +36,8 @@ json to_scale(const api::Resource& r, const json& obj) {
   return s;
 }
 
-Status apply_scale(const json& scale, json& obj) {
+Status apply_scale(const builtin::Kind& k, const json& scale, json& obj) {
+  if (k.custom) return custom_apply_scale(k, scale, obj);
   if (!scale.is_object() || !scale.contains("spec") || !scale["spec"].is_object())
     return Status::bad_request("the body must be an autoscaling/v1 Scale with spec.replicas");
   const json& replicas = scale["spec"].value("replicas", json());

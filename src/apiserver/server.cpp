@@ -5,6 +5,8 @@
 #include <chrono>
 
 #include "authz.h"
+#include "custom_resources.h"
+#include "definition.h"
 #include "gpu_quota.h"
 #include "server_impl.h"
 #include "service_ips.h"
@@ -25,9 +27,10 @@ Server::Server(Options options)
   service_ips_->set_backend(options_.backend);
   if (!options_.gpu_quota.empty() && options_.backend != nullptr) {
     gpu_quota_ = std::make_unique<GpuQuotaAdmission>(
-        options_.backend, Registry::storage_prefix(*registry_.find("", "v1", "pods")),
+        options_.backend, Registry::storage_prefix(*registry_.builtin("", "v1", "pods")),
         options_.gpu_quota);
   }
+  if (options_.backend != nullptr) load_crds(*this);
 }
 
 Server::~Server() { shutdown(); }
@@ -224,14 +227,17 @@ http::Response Server::route(http::Request& req, const RequestInfo& info, const 
     return error_response(Status::not_found("the server could not find the requested resource"));
   }
 
-  const Kind* kind = registry_.find(info.group, info.version, info.resource);
+  std::shared_ptr<const KindSet> kinds = registry_.snapshot();
+  const Kind* kind = kinds->find(info.group, info.version, info.resource);
   if (kind == nullptr) {
     return error_response(
         {Status::not_found("the server could not find the requested resource"), json::object()});
   }
   if (!kind->resource.namespaced && !info.namespace_.empty() && info.resource != "namespaces")
     return error_response(Status::not_found("the server could not find the requested resource"));
-  Context ctx{*this, req, info, *kind, user, {}};
+  Context ctx{*this, req, info, *kind, user, kinds, {}, {}};
+  if (kind->custom && !kind->custom->deprecation_warning.empty())
+    ctx.warnings.push_back(kind->custom->deprecation_warning);
   const std::string& sub = info.subresource;
   if (!sub.empty() && !(sub == "status" && kind->resource.status_subresource) &&
       !(sub == "scale" && kind->resource.scale_subresource) &&
@@ -262,6 +268,13 @@ http::Response Server::route(http::Request& req, const RequestInfo& info, const 
   else if (verb == "delete") resp = handle_delete(ctx);
   else if (verb == "deletecollection") resp = handle_delete_collection(ctx);
   else resp = error_response(method_not_supported(kind->resource, verb));
+  // A CRD write changes what is served: bring the registry (and the CRD's
+  // status) up to date before answering, so the kind is served at once.
+  if (verb != "get" && verb != "list" && verb != "watch" && resp.status < 300 &&
+      info.resource == "customresourcedefinitions" && info.group == "apiextensions.k8s.io") {
+    if (verb == "deletecollection") load_crds(*this);
+    else sync_crd(*this, info.name.empty() ? ctx.created_name : info.name);
+  }
   for (const auto& w : ctx.warnings) resp.headers.push_back({"Warning", warning_header(w)});
   return resp;
 }

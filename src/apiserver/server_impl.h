@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -16,6 +18,14 @@
 #include "vkube/apiserver/apiserver.h"
 
 namespace vkube::apiserver {
+
+// The rendered OpenAPI v3 documents (openapi.cpp).
+struct OpenApiCache {
+  std::mutex mu;
+  uint64_t generation = 0;  // the registry generation `docs` reflect
+  std::map<std::string, std::pair<std::string, std::string>> docs;  // path -> (body, hash)
+  std::set<std::string> custom;  // paths of documents with custom kinds
+};
 
 class WatchDispatcher;
 class ServiceIpAllocator;
@@ -36,6 +46,7 @@ class Server final : public ApiServer {
   const Options& options() const { return options_; }
   storage::Backend& backend() { return *options_.backend; }
   const Registry& registry() const { return registry_; }
+  Registry& registry() { return registry_; }
   Metrics& metrics() { return metrics_; }
   WatchDispatcher& watches() { return *watches_; }
   ServiceIpAllocator& service_ips() { return *service_ips_; }
@@ -43,6 +54,9 @@ class Server final : public ApiServer {
   // nullptr when the tenant has no GPU quota.
   GpuQuotaAdmission* gpu_quota() { return gpu_quota_.get(); }
   bool ready() const { return ready_; }
+  OpenApiCache& openapi_cache() { return openapi_cache_; }
+  // Serialises CRD status and registry updates (custom_resources.cpp).
+  std::mutex& crd_mutex() { return crd_mu_; }
 
  private:
   http::Response chain(http::Request& req, const RequestInfo& info);
@@ -57,6 +71,8 @@ class Server final : public ApiServer {
   std::unique_ptr<ServiceIpAllocator> service_ips_;
   std::unique_ptr<Authorizer> authorizer_;
   std::unique_ptr<GpuQuotaAdmission> gpu_quota_;
+  OpenApiCache openapi_cache_;
+  std::mutex crd_mu_;
   std::atomic<bool> ready_{false};
   std::atomic<size_t> inflight_{0};
   std::atomic<size_t> inflight_mutating_{0};
@@ -71,6 +87,9 @@ struct Context {
   const RequestInfo& info;
   const Kind& kind;
   const UserInfo& user;
+  // The registry view `kind` comes from; keeps a custom kind alive for as
+  // long as the request (or its watch) runs.
+  std::shared_ptr<const KindSet> kinds;
 
   const api::Resource& resource() const { return kind.resource; }
   std::string key(std::string_view name) const { return Registry::key(kind, info.namespace_, name); }
@@ -81,6 +100,8 @@ struct Context {
   bool dry_run() const;
   // The "Warning" headers to add to the response.
   std::vector<std::string> warnings;
+  // The name a POST created the object under (generateName resolved).
+  std::string created_name;
 };
 
 // Verb handlers.

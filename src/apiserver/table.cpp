@@ -1,5 +1,6 @@
 #include "table.h"
 
+#include "custom_resources.h"
 #include "object.h"
 
 namespace vkube::apiserver {
@@ -29,7 +30,8 @@ json make_table(const Kind& kind, const std::vector<json>& objects, IncludeObjec
   json rows = json::array();
   const int64_t now = now_unix();
   for (const json& obj : objects) {
-    json row = {{"cells", builtin::table_cells(r, obj, now)}};
+    json row = {{"cells", r.is_custom ? custom_table_cells(kind, obj, now)
+                                      : builtin::table_cells(r, obj, now)}};
     if (include == IncludeObject::kMetadata) {
       json meta = obj.value("metadata", json::object());
       row["object"] = {{"kind", "PartialObjectMetadata"},

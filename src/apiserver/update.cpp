@@ -102,7 +102,7 @@ http::Response guaranteed_update(Context& c, const Transform& transform, const F
       return error_response(storage_error(c, committed.status(), name));
     }
     json result = committed->has_value() ? std::move(**committed) : next;
-    if (c.info.subresource == "scale") return json_response(200, to_scale(c.resource(), result));
+    if (c.info.subresource == "scale") return json_response(200, to_scale(c.kind, result));
     return object_response(c, 200, std::move(result));
   }
   return error_response(storage_error(c, Status::conflict(""), name));
@@ -116,7 +116,7 @@ http::Response handle_update(Context& c) {
   if (c.info.subresource == "scale") {
     return guaranteed_update(c, [&](const json& cur) -> Result<json> {
       json next = cur;
-      VKUBE_RETURN_IF_ERROR(apply_scale(obj, next));
+      VKUBE_RETURN_IF_ERROR(apply_scale(c.kind, obj, next));
       std::string rv = str_at(obj["metadata"], "resourceVersion");
       if (rv.empty())
         next["metadata"].erase("resourceVersion");

@@ -280,6 +280,7 @@ http::Response handle_watch(Context& c) {
   if (Status s = check_field_selector(c.resource(), q.fields); !s.is_ok()) return error_response(s);
   WatchSpec spec;
   spec.kind = &c.kind;
+  spec.kinds = c.kinds;
   spec.backend = &c.server.backend();
   spec.table = wants_table(c.req.header("Accept"));
   spec.include = parse_include_object(c.param("includeObject").value_or(""));

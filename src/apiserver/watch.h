@@ -25,6 +25,7 @@ class WatchStream;
 
 struct WatchSpec {
   const Kind* kind = nullptr;
+  std::shared_ptr<const KindSet> kinds;  // owns `kind` for the watch's life
   ListQuery query;         // selectors (limit/continue unused)
   bool table = false;      // objects as meta.k8s.io Tables (kubectl get -w)
   IncludeObject include = IncludeObject::kMetadata;

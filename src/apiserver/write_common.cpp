@@ -1,5 +1,6 @@
 // Steps shared by create, update, patch and delete.
 #include "authz.h"
+#include "custom_resources.h"
 #include "codec.h"
 #include "vkube/schema/validation.h"
 #include "object.h"
@@ -44,17 +45,23 @@ Status check_fields(Context& c, json& obj, const std::vector<std::string>& dupli
     return Status::bad_request("fieldValidation: Unsupported value: \"" + mode +
                                "\": supported values: \"Ignore\", \"Strict\", \"Warn\"");
   const api::Resource& r = c.resource();
-  if (r.is_custom) return Status::ok();  // custom resources are checked against their CRD schema
-  const schema::Message* m = schema::Registry::get().find_kind(r.gv.group, r.gv.version, r.kind);
-  if (m == nullptr) return Status::ok();
-  if (mode == "Ignore") {
-    schema::drop_unknown_fields(*m, obj);
-    return Status::ok();
+  std::vector<std::string> unknown;
+  if (r.is_custom) {
+    // A custom resource keeps only what its CRD schema specifies (pruning).
+    unknown = prune_custom(c.kind, obj);
+    if (mode == "Ignore") return Status::ok();
+  } else {
+    const schema::Message* m = schema::Registry::get().find_kind(r.gv.group, r.gv.version, r.kind);
+    if (m == nullptr) return Status::ok();
+    if (mode == "Ignore") {
+      schema::drop_unknown_fields(*m, obj);
+      return Status::ok();
+    }
+    // Warn drops what it reports in the same walk; Strict refuses and keeps.
+    unknown = mode == "Warn" ? schema::drop_unknown_fields(*m, obj) : schema::unknown_fields(*m, obj);
   }
   std::vector<std::string> problems;
   for (auto& p : duplicates) problems.push_back("duplicate field \"" + p + "\"");
-  // Warn drops what it reports in the same walk; Strict refuses and keeps.
-  auto unknown = mode == "Warn" ? schema::drop_unknown_fields(*m, obj) : schema::unknown_fields(*m, obj);
   for (auto& p : unknown) problems.push_back("unknown field \"" + p + "\"");
   if (problems.empty()) return Status::ok();
   if (mode == "Warn") {
@@ -128,7 +135,7 @@ std::optional<ApiError> validate_object(Context& c, const json& obj, const json*
     errs.push_back({FieldError::Type::kRequired, "metadata.namespace", "", {}});
   check_string_map(meta.value("labels", json()), "metadata.labels", true, errs);
   check_string_map(meta.value("annotations", json()), "metadata.annotations", false, errs);
-  builtin::validate(c.resource(), obj, old, errs);
+  validate_kind(c.kind, obj, old, errs);
   if (errs.empty()) return admit_rbac(c, obj);
   return invalid(c.resource(), name, errs);
 }
@@ -136,7 +143,7 @@ std::optional<ApiError> validate_object(Context& c, const json& obj, const json*
 std::optional<ApiError> admit_namespace(Context& c, const std::string& ns,
                                         const std::string& name) {
   if (!c.resource().namespaced || ns.empty()) return std::nullopt;
-  const Kind* ns_kind = c.server.registry().find("", "v1", "namespaces");
+  const Kind* ns_kind = c.server.registry().builtin("", "v1", "namespaces");
   auto kv = c.server.backend().get(Registry::key(*ns_kind, "", ns));
   if (!kv.is_ok()) {
     if (kv.status().code() == Code::kNotFound) return not_found(ns_kind->resource, ns);
@@ -236,12 +243,18 @@ void prepare_update(Context& c, const json& cur, json& next) {
     if (cm.contains(k)) m[k] = cm[k];
     else m.erase(k);
   }
-  builtin::apply_defaults(c.resource(), next);
+  apply_kind_defaults(c.kind, next);
   if (c.kind.has_generation && sub != "status") {
     int64_t gen = cm.value("generation", int64_t{1});
-    if (without(next, {"metadata", "status", "apiVersion", "kind"}) !=
-        without(cur, {"metadata", "status", "apiVersion", "kind"}))
-      ++gen;
+    // A custom kind without a status subresource counts status as spec.
+    const bool status_is_spec = c.resource().is_custom && !c.resource().status_subresource;
+    json a = without(next, {"metadata", "apiVersion", "kind"});
+    json b = without(cur, {"metadata", "apiVersion", "kind"});
+    if (!status_is_spec) {
+      a.erase("status");
+      b.erase("status");
+    }
+    if (a != b) ++gen;
     m["generation"] = gen;
   }
 }
@@ -264,6 +277,11 @@ bool unchanged(const json& cur, json& next) {
 Result<std::optional<json>> commit_update(Context& c, const std::string& key, const json& cur,
                                           json next, storage::Revision expected) {
   storage::Backend& b = c.server.backend();
+  to_storage_version(c.kind, next);
+  if (c.info.verb == "update" || c.info.verb == "patch")
+    for (auto& w : kind_warnings(c.kind, next))
+      if (std::find(c.warnings.begin(), c.warnings.end(), w) == c.warnings.end())
+        c.warnings.push_back(std::move(w));
   if (being_deleted_and_finalized(next)) {
     if (c.dry_run()) return std::optional<json>();
     auto kv = b.remove(key, expected);

@@ -76,6 +76,7 @@ class Controller {
 using ControllerFactory = std::unique_ptr<Controller> (*)(Context&);
 
 std::unique_ptr<Controller> make_namespace_controller(Context&);
+std::unique_ptr<Controller> make_crd_cleanup_controller(Context&);
 std::unique_ptr<Controller> make_garbage_collector(Context&);
 std::unique_ptr<Controller> make_deployment_controller(Context&);
 std::unique_ptr<Controller> make_replicaset_controller(Context&);

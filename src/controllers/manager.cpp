@@ -20,6 +20,7 @@ struct Entry {
 const std::vector<Entry>& table() {
   static const std::vector<Entry> t = {
       {"namespace", make_namespace_controller},
+      {"customresourcedefinition-cleanup", make_crd_cleanup_controller},
       {"garbage-collector", make_garbage_collector},
       {"deployment", make_deployment_controller},
       {"replicaset", make_replicaset_controller},

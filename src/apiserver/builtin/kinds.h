@@ -2,6 +2,7 @@
 // (kube-apiserver's REST strategies): defaults, validation, table columns.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -11,6 +12,10 @@
 
 #include "field_errors.h"
 #include "vkube/api/resource.h"
+
+namespace vkube::apiserver::crd {
+struct CustomVersion;  // crd/definition.h
+}
 
 namespace vkube::apiserver::builtin {
 
@@ -29,6 +34,9 @@ struct Kind {
   // the request (the access reviews), or acts on another kind (bindings).
   // Verbs: create only.
   bool create_only = false;
+  // Set for a kind served from a CustomResourceDefinition: its schema,
+  // printer columns and scale paths (crd/definition.h).
+  std::shared_ptr<const crd::CustomVersion> custom;
 };
 
 // Every built-in resource, one row each (builtin/resources.cpp).

@@ -1,0 +1,235 @@
+// CEL (Common Expression Language) for CustomResourceDefinition validation rules: the subset
+// kube-apiserver's x-kubernetes-validations rules use, parsed to an AST and evaluated over JSON,
+// plus the schema walker that applies a CRD's rules to a custom resource with kube's error
+// wording. Typing is dynamic: what kube's type checker rejects when the CRD is written (a string
+// added to an int, say) surfaces here as kube's runtime "no such overload" error instead.
+//
+// Files: cel_parse.cpp (lexer, parser, macros, name resolution; the RE2-syntax regex engine),
+// cel_eval.cpp (values, operators, functions), cel_rules.cpp (the schema walker and CRD checks).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "field_errors.h"
+
+namespace vkube::apiserver::crd::cel {
+
+using json = nlohmann::json;
+using FieldErrors = vkube::apiserver::FieldErrors;
+
+// Deepest nesting of parenthesised/bracketed sub-expressions (cel-go counts its `expr` rule).
+inline constexpr int kMaxExpressionNesting = 100;
+// Deepest AST (operator chains such as a + b + c + ... nest without parentheses).
+inline constexpr int kMaxAstDepth = 250;
+// Longest expression, in code points (cel-go's default).
+inline constexpr std::size_t kMaxExpressionCodePoints = 100000;
+// Cost one evaluation may spend, and all rules of one object together (celconfig.PerCallLimit
+// and RuntimeCELCostBudget).
+inline constexpr int64_t kPerCallCostLimit = 1000000;
+inline constexpr int64_t kRuntimeCostBudget = 10000000;
+
+namespace detail {
+
+// UTF-8: the code point at byte *i (U+FFFD for an invalid byte, as Go decodes), advancing *i.
+char32_t decode_utf8(std::string_view s, std::size_t* i);
+void append_utf8(std::string& out, char32_t c);
+
+// A compiled RE2-syntax regular expression matched in linear time (a Pike VM over code points):
+// no backtracking, so no pattern/input pair can hang or exhaust the stack. Immutable.
+class Regex {
+ public:
+  struct Impl;
+  explicit Regex(std::unique_ptr<const Impl> impl);
+  ~Regex();
+  // nullptr and Go's wording ("error parsing regexp: missing closing ): `(`") when invalid.
+  static std::shared_ptr<const Regex> compile(std::string_view pattern, std::string* error);
+  // The leftmost-first match at or after byte `from`; [begin, end) are byte offsets. `scanned`
+  // (optional) receives how many bytes of input the search stepped over (its work).
+  bool find(std::string_view text, std::size_t from, std::size_t* begin, std::size_t* end,
+            std::size_t* scanned = nullptr) const;
+  bool search(std::string_view text) const;
+  std::size_t program_size() const;
+
+ private:
+  std::unique_ptr<const Impl> impl_;
+};
+
+enum class LitKind : uint8_t { kNull, kBool, kInt, kUint, kDouble, kString, kBytes, kType };
+
+struct Literal {
+  LitKind kind = LitKind::kNull;
+  bool b = false;
+  int64_t i = 0;
+  uint64_t u = 0;
+  double d = 0;
+  std::string s;  // string/bytes content, type name
+};
+
+enum class NodeKind : uint8_t {
+  kLiteral,
+  kIdent,          // self, oldSelf or a comprehension variable (slot)
+  kSelect,         // args[0].name
+  kHas,            // has(args[0].name)
+  kIndex,          // args[0][args[1]]
+  kCall,           // fn(args...), receiver in args[0] when `receiver`
+  kList,           // [args...]
+  kMap,            // {args[0]: args[1], args[2]: args[3], ...}
+  kAnd,            // args[0] && args[1]
+  kOr,             // args[0] || args[1]
+  kNot,            // !args[0]
+  kNeg,            // -args[0]
+  kCond,           // args[0] ? args[1] : args[2]
+  kComprehension,  // args[0].macro(name, args[1] [, args[2]])
+};
+
+// Resolved functions. The operators come first, in this order (ranges of it are tested).
+enum class Fn : uint8_t {
+  kNone,
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kMod,
+  kEq,
+  kNe,
+  kLt,
+  kLe,
+  kGt,
+  kGe,
+  kIn,
+  kSize,
+  kContains,
+  kStartsWith,
+  kEndsWith,
+  kMatches,
+  kToInt,
+  kToUint,
+  kToDouble,
+  kToString,
+  kToBool,
+  kToBytes,
+  kDyn,
+  kType,
+  kLowerAscii,
+  kUpperAscii,
+  kTrim,
+  kSplit,
+  kJoin,
+  kIndexOf,
+  kLastIndexOf,
+  kReplace,
+  kSubstring,
+  kCharAt,
+  kIsSorted,
+  kSum,
+  kMin,
+  kMax,
+  kFind,
+  kFindAll,
+  kSetsContains,
+  kSetsEquivalent,
+  kSetsIntersects,
+};
+
+enum class Macro : uint8_t { kNone, kAll, kExists, kExistsOne, kMap, kFilter };
+
+inline constexpr int kSlotSelf = -1;
+inline constexpr int kSlotOldSelf = -2;
+
+struct Node {
+  NodeKind kind = NodeKind::kLiteral;
+  int offset = 0;  // byte offset in the source, for messages
+  int depth = 1;   // height of this subtree
+  Literal lit;
+  std::string name;  // identifier, field, function or comprehension variable
+  int slot = 0;      // kIdent: kSlotSelf, kSlotOldSelf or the comprehension variable's slot
+  Fn fn = Fn::kNone;
+  bool receiver = false;  // kCall: args[0] is the receiver of a member call
+  Macro macro = Macro::kNone;
+  std::vector<std::unique_ptr<Node>> args;
+  std::shared_ptr<const Regex> regex;  // literal pattern of matches/find/findAll, precompiled
+};
+
+}  // namespace detail
+
+// A compiled expression: immutable, safe to evaluate from many threads at once.
+class Program {
+ public:
+  Program(std::string source, std::unique_ptr<detail::Node> root, bool uses_old_self,
+          std::string result_type);
+  const std::string& source() const { return source_; }
+  const detail::Node& root() const { return *root_; }
+  // True when the expression refers to oldSelf: a transition rule.
+  bool uses_old_self() const { return uses_old_self_; }
+  // The result's type when it is known without data ("bool", "string", "int", ...), else "".
+  const std::string& result_type() const { return result_type_; }
+
+ private:
+  std::string source_;
+  std::unique_ptr<detail::Node> root_;
+  bool uses_old_self_;
+  std::string result_type_;
+};
+
+// Parses and checks `expr`. On failure returns nullptr and cel-go's issue text in `error`:
+//   ERROR: <input>:1:1: undeclared reference to 'foo' (in container '')
+//    | foo == 1
+//    | ^
+// Functions outside this subset are refused as "function 'quantity' is not supported by vkube".
+std::shared_ptr<const Program> compile(std::string_view expr, std::string* error);
+
+// Whether a compile error is about something outside vkube's subset (a kube function or syntax
+// vkube lacks) rather than an invalid expression: the CRD deserves a Warning, not a refusal, and
+// validate_rules skips the rule.
+inline bool unsupported_by_vkube(std::string_view error) {
+  return error.find("not supported by vkube") != std::string_view::npos;
+}
+
+// compile() through a process-wide cache keyed by the expression text (bounded; thread-safe).
+std::shared_ptr<const Program> compile_cached(std::string_view expr, std::string* error);
+
+struct EvalOptions {
+  // The structural schema of `self` (and `oldSelf`): integer fields are CEL ints, number fields
+  // doubles, list-type set/map lists compare and concatenate as kube's do. nullptr: typed by JSON.
+  const json* schema = nullptr;
+  // `self` is a resource root (the object or an embedded resource): its metadata shows only
+  // name and generateName, as kube's does.
+  bool resource_root = false;
+  int64_t cost_limit = kPerCallCostLimit;
+};
+
+struct EvalResult {
+  bool ok = false;
+  json value;         // the result when ok (ints as JSON integers, bytes as strings)
+  std::string error;  // cel-go's wording when !ok: "no such key: x", "division by zero", ...
+  int64_t cost = 0;   // cost spent (roughly cel-go's units)
+  bool cost_exceeded = false;  // error is "operation cancelled: actual cost limit exceeded"
+};
+
+// Evaluates `program` with `self` bound, and `oldSelf` when `old_self` is non-null. Never throws.
+EvalResult evaluate(const Program& program, const json& self, const json* old_self,
+                    const EvalOptions& options = {});
+
+// Evaluates every x-kubernetes-validations rule of `schema` (a CRD version's openAPIV3Schema)
+// against `obj`, `self` bound to the value at each rule's node; transition rules (those using
+// oldSelf) only when `old` is non-null and holds a value at the same place (correlated through
+// object properties, map keys and list-type=map keys, as kube does). Appends kube's errors:
+//   <nil>: Invalid value: "object": failed rule: self.a < self.b
+//   spec.x: Invalid value: "integer": no such key: y evaluating rule: self.y > 0
+// Rules are compiled once per process (compile_cached). Never throws.
+void validate_rules(const json& schema, const json& obj, const json* old, FieldErrors& errs);
+
+// For CRD create/update: what kube's CRD validation reports about the rules in `schema` (rooted at
+// `path`, e.g. "spec.versions[0].schema.openAPIV3Schema"), one "<field>: <detail>" string each:
+//   <path>.properties[spec].x-kubernetes-validations[0].rule: compilation failed: ERROR: ...
+// (rules and messageExpressions that do not compile, transition rules on uncorrelatable nodes,
+// invalid fieldPaths and reasons). Empty when every rule is usable.
+std::vector<std::string> check_rules(const json& schema, const std::string& path);
+
+}  // namespace vkube::apiserver::crd::cel

@@ -1,0 +1,202 @@
+#include "custom_resources.h"
+
+#include "cel.h"
+#include "definition.h"
+#include "jsonpath.h"
+#include "object.h"
+#include "server_impl.h"
+#include "structural.h"
+#include "vkube/api/selector.h"
+#include "vkube/common/log.h"
+
+namespace vkube::apiserver {
+
+namespace {
+
+bool is_crd(const api::Resource& r) {
+  return r.plural == "customresourcedefinitions" && r.gv.group == "apiextensions.k8s.io";
+}
+
+const json* schema_of(const Kind& k) {
+  if (!k.custom || !k.custom->schema.is_object()) return nullptr;
+  return &k.custom->schema;
+}
+
+}  // namespace
+
+void apply_kind_defaults(const Kind& k, json& obj) {
+  if (!k.resource.is_custom) {
+    builtin::apply_defaults(k.resource, obj);
+    if (is_crd(k.resource)) crd::apply_definition_defaults(obj);
+    return;
+  }
+  if (const json* s = schema_of(k)) crd::apply_defaults(*s, obj);
+}
+
+void validate_kind(const Kind& k, const json& obj, const json* old, FieldErrors& errs) {
+  if (!k.resource.is_custom) {
+    builtin::validate(k.resource, obj, old, errs);
+    if (is_crd(k.resource)) crd::validate_definition(obj, old, errs);
+    return;
+  }
+  const json* s = schema_of(k);
+  if (s == nullptr) return;
+  crd::validate(*s, obj, errs);
+  // Rules run only on a value that passed the schema, as kube does.
+  if (errs.empty()) crd::cel::validate_rules(*s, obj, old, errs);
+}
+
+std::vector<std::string> prune_custom(const Kind& k, json& obj) {
+  if (const json* s = schema_of(k)) return crd::prune(*s, obj);
+  return {};
+}
+
+std::vector<std::string> kind_warnings(const Kind& k, const json& obj) {
+  if (is_crd(k.resource)) return crd::definition_warnings(obj);
+  return {};
+}
+
+void to_storage_version(const Kind& k, json& obj) {
+  if (k.custom) obj["apiVersion"] = crd::storage_api_version(k.resource, *k.custom);
+}
+
+std::optional<ApiError> admit_custom_create(const Kind& k) {
+  if (!k.custom || !k.custom->terminating) return std::nullopt;
+  return ApiError(Status(Code::kMethodNotAllowed,
+                         "create not allowed while custom resource definition is terminating"));
+}
+
+namespace {
+
+json cell(const crd::PrinterColumn& c, const json& obj, int64_t now) {
+  std::string error;
+  auto path = crd::JsonPath::parse(c.json_path, &error);
+  if (!path) return nullptr;
+  std::vector<const json*> found = path->find(obj);
+  if (found.empty() || found[0]->is_null()) return nullptr;
+  const json& v = *found[0];
+  if (c.type == "date") {
+    auto t = v.is_string() ? parse_rfc3339(v.get<std::string>()) : std::nullopt;
+    if (!t) return v.is_string() ? v : json(v.dump());
+    return builtin::human_duration(now - *t);
+  }
+  if (c.type == "integer" && v.is_number()) return v.get<int64_t>();
+  if (c.type == "number" && v.is_number()) return v;
+  if (c.type == "boolean" && v.is_boolean()) return v;
+  if (found.size() > 1) {  // kube prints every match, comma separated
+    std::string joined;
+    for (const json* f : found)
+      joined += (joined.empty() ? "" : ",") + (f->is_string() ? f->get<std::string>() : f->dump());
+    return joined;
+  }
+  return v.is_string() ? v : json(v.dump());
+}
+
+}  // namespace
+
+json custom_table_cells(const Kind& k, const json& obj, int64_t now) {
+  json cells = json::array({str_at(obj, "metadata", "name")});
+  if (!k.custom) return cells;
+  for (const crd::PrinterColumn& c : k.custom->columns) cells.push_back(cell(c, obj, now));
+  return cells;
+}
+
+json custom_to_scale(const Kind& k, const json& obj) {
+  const json& meta = obj["metadata"];
+  json scale_meta = {{"name", meta.value("name", "")},
+                     {"uid", meta.value("uid", "")},
+                     {"resourceVersion", meta.value("resourceVersion", "")},
+                     {"creationTimestamp", meta.value("creationTimestamp", "")}};
+  if (meta.contains("namespace")) scale_meta["namespace"] = meta["namespace"];
+  auto read_int = [&](const std::string& path) -> int64_t {
+    const json* v = path.empty() ? nullptr : crd::find_field(obj, path);
+    return v != nullptr && v->is_number_integer() ? v->get<int64_t>() : 0;
+  };
+  json s = {{"kind", "Scale"},
+            {"apiVersion", "autoscaling/v1"},
+            {"metadata", scale_meta},
+            {"spec", {{"replicas", read_int(k.custom->spec_replicas_path)}}},
+            {"status", {{"replicas", read_int(k.custom->status_replicas_path)}}}};
+  if (!k.custom->label_selector_path.empty())
+    if (const json* sel = crd::find_field(obj, k.custom->label_selector_path);
+        sel && sel->is_string())
+      s["status"]["selector"] = *sel;
+  return s;
+}
+
+Status custom_apply_scale(const Kind& k, const json& scale, json& obj) {
+  if (!scale.is_object() || !scale.contains("spec") || !scale["spec"].is_object())
+    return Status::bad_request("the body must be an autoscaling/v1 Scale with spec.replicas");
+  json replicas = scale["spec"].value("replicas", json(0));
+  if (!replicas.is_number_integer()) return Status::bad_request("spec.replicas must be an integer");
+  if (replicas.get<int64_t>() < 0)
+    return Status::invalid("spec.replicas: Invalid value: " + replicas.dump() +
+                           ": must be greater than or equal to 0");
+  crd::set_field(obj, k.custom->spec_replicas_path, replicas);
+  return Status::ok();
+}
+
+namespace {
+
+constexpr std::string_view kCrdPrefix = "/registry/apiextensions.k8s.io/customresourcedefinitions/";
+
+std::vector<json> stored_crds(Server& s) {
+  std::vector<json> out;
+  storage::ListOptions opts;
+  opts.prefix = std::string(kCrdPrefix);
+  auto listed = s.backend().list(opts);
+  if (!listed.is_ok()) return out;
+  for (const auto& kv : listed->items)
+    if (auto obj = decode_stored(kv); obj.is_ok()) out.push_back(std::move(obj).value());
+  return out;
+}
+
+bool names_accepted(const json& crd) {
+  for (const json& c : crd["status"].value("conditions", json::array()))
+    if (c.value("type", "") == "NamesAccepted") return c.value("status", "") == "True";
+  return false;
+}
+
+// One CRD's status and registry entry; false when it should be retried.
+bool sync_one(Server& s, const std::string& name) {
+  const std::string key = std::string(kCrdPrefix) + name;
+  auto kv = s.backend().get(key);
+  if (!kv.is_ok()) {
+    if (kv.status().code() == Code::kNotFound) s.registry().set_custom(name, {});
+    return true;
+  }
+  auto decoded = decode_stored(*kv);
+  if (!decoded.is_ok()) return true;
+  json crd = std::move(decoded).value();
+  const std::string group = str_at(crd, "spec", "group");
+  std::vector<json> others;
+  for (json& o : stored_crds(s))
+    if (str_at(o, "spec", "group") == group && name_of(o) != name) others.push_back(std::move(o));
+  json status = crd::compute_status(crd, others, now_rfc3339());
+  if (status != crd.value("status", json())) {
+    crd["status"] = std::move(status);
+    auto written = s.backend().update(key, encode_for_storage(crd), kv->mod_revision);
+    if (!written.is_ok()) return written.status().code() != Code::kConflict;
+  }
+  s.registry().set_custom(name, crd::kinds_of(crd));
+  return true;
+}
+
+}  // namespace
+
+void sync_crd(Server& s, const std::string& name) {
+  std::lock_guard lock(s.crd_mutex());
+  for (int attempt = 0; attempt < 8 && !sync_one(s, name); ++attempt) {
+  }
+  // A CRD that lost a name conflict may win now (the other changed or went).
+  for (const json& o : stored_crds(s))
+    if (name_of(o) != name && !names_accepted(o)) sync_one(s, name_of(o));
+}
+
+void load_crds(Server& s) {
+  std::vector<json> crds = stored_crds(s);
+  for (const json& c : crds) sync_crd(s, name_of(c));
+  if (!crds.empty()) VKUBE_LOG(info, "custom resource definitions loaded", {"count", crds.size()});
+}
+
+}  // namespace vkube::apiserver

@@ -1,0 +1,49 @@
+// The strategy of kinds served from CustomResourceDefinitions, and of the
+// CRDs themselves, beside the built-in kinds' (builtin/kinds.h): defaults
+// and validation from the CRD's structural schema and rules, pruning of
+// unknown fields, the stored version, Table rows from printer columns and
+// the scale subresource from the CRD's paths.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "errors.h"
+#include "registry.h"
+
+namespace vkube::apiserver {
+
+class Server;
+
+// Kube's defaulting for `k`: the built-in strategy's, or the defaults of the
+// CRD schema of a custom kind.
+void apply_kind_defaults(const Kind& k, json& obj);
+// The kind's own rules (metadata is checked by the caller): built-in
+// validation, or the CRD schema and x-kubernetes-validations rules; a CRD
+// itself is checked as kube checks CRDs.
+void validate_kind(const Kind& k, const json& obj, const json* old, FieldErrors& errs);
+// Removes what a custom kind's schema does not specify; returns the paths.
+std::vector<std::string> prune_custom(const Kind& k, json& obj);
+// Warnings to answer a write of `obj` with (CRD rules vkube does not enforce).
+std::vector<std::string> kind_warnings(const Kind& k, const json& obj);
+// The apiVersion a custom resource is stored with (the CRD's storage version).
+void to_storage_version(const Kind& k, json& obj);
+// Refuses creates of a kind whose CRD is being deleted (405, as kube).
+std::optional<ApiError> admit_custom_create(const Kind& k);
+
+// Table cells of a custom resource: one per printer column, after the name.
+json custom_table_cells(const Kind& k, const json& obj, int64_t now);
+// The autoscaling/v1 Scale of a custom resource from the CRD's paths, and
+// a Scale's replicas applied to it.
+json custom_to_scale(const Kind& k, const json& obj);
+Status custom_apply_scale(const Kind& k, const json& scale, json& obj);
+
+// Brings the served kinds and the stored status of the CRD `name` up to date
+// after it was written (or deleted): accepted names, conditions, and the
+// registry entry. Thread-safe; serialised per server.
+void sync_crd(Server& s, const std::string& name);
+// Registers every stored CRD (at start-up).
+void load_crds(Server& s);
+
+}  // namespace vkube::apiserver

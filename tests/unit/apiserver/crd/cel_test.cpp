@@ -1,0 +1,483 @@
+// CEL validation rules of CustomResourceDefinitions: expressions parse and evaluate as cel-go
+// evaluates them, a failing x-kubernetes-validations rule reaches the user as kube-apiserver's
+// field error, transition rules see the correlated old value, and a CRD whose rules do not
+// compile is told why.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "cel.h"
+
+namespace vkube::apiserver::crd::cel {
+namespace {
+
+using nlohmann::json;
+
+EvalResult eval(const std::string& expr, const json& self = json::object(),
+                const json* old = nullptr, const json* schema = nullptr) {
+  std::string error;
+  auto program = compile(expr, &error);
+  INFO(expr << ": " << error);
+  REQUIRE(program != nullptr);
+  EvalOptions options;
+  options.schema = schema;
+  return evaluate(*program, self, old, options);
+}
+
+json value_of(const std::string& expr, const json& self = json::object()) {
+  EvalResult r = eval(expr, self);
+  INFO(expr << " -> " << r.error);
+  REQUIRE(r.ok);
+  return r.value;
+}
+
+std::string error_of(const std::string& expr, const json& self = json::object()) {
+  EvalResult r = eval(expr, self);
+  INFO(expr << " -> " << r.value.dump());
+  REQUIRE_FALSE(r.ok);
+  return r.error;
+}
+
+std::string compile_error(const std::string& expr) {
+  std::string error;
+  auto program = compile(expr, &error);
+  INFO(expr);
+  REQUIRE(program == nullptr);
+  return error;
+}
+
+std::vector<std::string> messages(const json& schema, const json& obj, const json* old = nullptr) {
+  FieldErrors errs;
+  validate_rules(schema, obj, old, errs);
+  std::vector<std::string> out;
+  for (const auto& e : errs) out.push_back(e.to_string());
+  return out;
+}
+
+json object_schema(json properties, json rules = json::array()) {
+  json s = {{"type", "object"}, {"properties", std::move(properties)}};
+  if (!rules.empty()) s["x-kubernetes-validations"] = std::move(rules);
+  return s;
+}
+
+TEST_CASE("CEL expressions evaluate as cel-go evaluates them", "[apiserver][crd]") {
+  json self = {{"name", "web-1"},
+               {"replicas", 3},
+               {"ratio", 0.5},
+               {"tags", {"a", "b", "c"}},
+               {"labels", {{"app", "web"}, {"tier", "front"}}},
+               {"ports", {{{"name", "http"}, {"port", 80}}, {{"name", "https"}, {"port", 443}}}}};
+  struct Case {
+    std::string expr;
+    json want;
+  };
+  const std::vector<Case> cases = {
+      {"1 + 2 * 3 - 4 / 2 % 3", 5},
+      {"-9223372036854775808", INT64_MIN},
+      {"7u / 2u", 3u},
+      {"0x1F + 1", 32},
+      {"1.5 * 2.0", 3.0},
+      {"'a' + \"b\" + '''c''' + r'\\d'", "abc\\d"},
+      {"'\\x41\\u00e9\\101\\n'",
+       "A\xC3\xA9"
+       "A\n"},
+      {"size('héllo') == 5 && size(b'\\xff\\x00') == 2", true},
+      {"1 == 1.0 && 1u == 1 && 2 > 1.5 && 1u < 2 && -1 < 1u", true},
+      {"[1, 2] == [1, 2] && {'a': 1} == {'a': 1} && [1] != [1, 2]", true},
+      {"1 == 'a'", false},
+      {"self.replicas > 2 ? 'many' : 'few'", "many"},
+      {"has(self.name) && !has(self.missing)", true},
+      {"self.tags[1] + self.labels['app'] + self.labels.tier", "bwebfront"},
+      {"'b' in self.tags && 'app' in self.labels && !(5 in [1, 2])", true},
+      {"self.tags.all(t, t.size() == 1) && self.tags.exists(t, t == 'c')", true},
+      {"self.tags.exists_one(t, t > 'a')", false},
+      {"self.ports.map(p, p.port)", {80, 443}},
+      {"self.ports.map(p, p.port > 100, p.name)", {"https"}},
+      {"self.ports.filter(p, p.name.startsWith('http')).size()", 2},
+      {"self.labels.all(k, k.size() > 2)", true},
+      {"[[1, 2], [3]].map(l, l.map(x, x * 10))", {{10, 20}, {30}}},
+      {"self.name.matches('^[a-z]+-[0-9]$') && !self.name.matches('^web$')", true},
+      {"self.name.contains('b-') && self.name.endsWith('-1')", true},
+      {"int('42') + int(2.9) + int(7u)", 51},
+      {"uint(3) + uint('4')", 7u},
+      {"double(1) + double('2.5')", 3.5},
+      {"string(1.5) + '|' + string(1e6) + '|' + string(123456.0) + '|' + string(true)",
+       "1.5|1e+06|123456|true"},
+      {"type(1) == int && type('') == string && type(self.tags) == list", true},
+      {"bool('true') && !bool('0')", true},
+      {"' Hello '.trim().lowerAscii() + 'x'.upperAscii()", "helloX"},
+      {"'a,b,,c'.split(',')", {"a", "b", "", "c"}},
+      {"'a,b,c'.split(',', 2)", {"a", "b,c"}},
+      {"['x', 'y'].join('-') + ['z'].join()", "x-yz"},
+      {"'hello'.indexOf('l') * 10 + 'hello'.lastIndexOf('l')", 23},
+      {"'héllo'.indexOf('llo') + 'abc'.indexOf('')", 2},
+      {"'aaa'.replace('a', 'b', 2) + 'xy'.replace('', '-')", "bba-x-y-"},
+      {"'héllo'.substring(1, 3) + 'abc'.substring(2) + 'héllo'.charAt(1)", "élcé"},
+      {"[3, 1, 2].min() * 100 + [3, 1, 2].max() * 10 + [1, 2, 3].sum()", 136},
+      {"[1, 2, 2].isSorted() && !['b', 'a'].isSorted() && [].sum() == 0", true},
+      {"[1, 2, 3, 2].indexOf(2) * 10 + [1, 2, 3, 2].lastIndexOf(2)", 13},
+      {"'abc123def45'.find('[0-9]+')", "123"},
+      {"'abc123def45'.findAll('[0-9]+')", {"123", "45"}},
+      {"sets.contains([1, 2, 3], [2]) && sets.intersects([1], [1, 5]) && "
+       "sets.equivalent([1, 2], [2, 1, 1])",
+       true},
+      {"{'k': [1, {'n': null}]}", {{"k", {1, {{"n", nullptr}}}}}},
+      {"self.x__dash__y", 1},
+  };
+  for (const auto& c : cases) {
+    json input = self;
+    input["x-y"] = 1;
+    EvalResult r = eval(c.expr, input);
+    INFO(c.expr << " -> " << r.error);
+    REQUIRE(r.ok);
+    CHECK(r.value == c.want);
+  }
+}
+
+TEST_CASE("CEL runtime errors carry cel-go's wording", "[apiserver][crd]") {
+  json self = {{"spec", {{"replicas", 3}}}, {"list", {1, 2}}};
+  CHECK(error_of("self.spec.missing > 1", self) == "no such key: missing");
+  CHECK(error_of("self.list[5]", self) == "index '5' out of range in list size '2'");
+  CHECK(error_of("{'a': 1}['b']") == "no such key: b");
+  CHECK(error_of("1 / 0") == "division by zero");
+  CHECK(error_of("1 % 0") == "modulus by zero");
+  CHECK(error_of("9223372036854775807 + 1") == "integer overflow");
+  CHECK(error_of("-(-9223372036854775808)") == "integer overflow");
+  CHECK(error_of("0u - 1u") == "unsigned integer overflow");
+  CHECK(error_of("1 + 1.0") == "no such overload");
+  CHECK(error_of("'a' < 1") == "no such overload");
+  CHECK(error_of("int('x')") == "strconv.ParseInt: parsing \"x\": invalid syntax");
+  CHECK(error_of("int(1e19)") == "integer overflow");
+  CHECK(error_of("'abc'.substring(2, 1)") == "invalid substring range. start: 2, end: 1");
+  CHECK(error_of("'abc'.charAt(4)") == "index out of range: 4");
+  CHECK(error_of("[].max()") == "max called on empty list");
+  CHECK(error_of("'x'.matches(self.spec.missing)", self) == "no such key: missing");
+  CHECK(error_of("'x'.matches('(' + 'a')").find("error parsing regexp: missing closing )") == 0);
+}
+
+TEST_CASE("CEL logical operators absorb errors the other side decides", "[apiserver][crd]") {
+  json self = {{"a", 1}};
+  CHECK(value_of("self.missing == 1 || true", self) == true);
+  CHECK(value_of("true || self.missing == 1", self) == true);
+  CHECK(value_of("self.missing == 1 && false", self) == false);
+  CHECK(error_of("self.missing == 1 && true", self) == "no such key: missing");
+  CHECK(error_of("false || self.missing == 1", self) == "no such key: missing");
+  CHECK(value_of("[0, 1].exists(x, 1 / x == 1)") == true);
+  CHECK(value_of("[0, 1].all(x, 1 / x > 5)") == false);
+  CHECK(error_of("[0, 1].all(x, 1 / x == 1)") == "division by zero");
+  CHECK(value_of("!!true") == true);
+}
+
+TEST_CASE("CEL compile errors are worded and located as cel-go reports them", "[apiserver][crd]") {
+  CHECK(compile_error("self.a == foo") ==
+        "ERROR: <input>:1:11: undeclared reference to 'foo' (in container '')\n"
+        " | self.a == foo\n"
+        " | ..........^");
+  CHECK(compile_error("self.a ==") ==
+        "ERROR: <input>:1:10: Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', "
+        "'.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, "
+        "IDENTIFIER}\n | self.a ==\n | .........^");
+  CHECK(compile_error("self this").find("Syntax error: mismatched input 'this' expecting <EOF>") !=
+        std::string::npos);
+  CHECK(compile_error("self.a # 1").find("Syntax error: token recognition error at: '#'") !=
+        std::string::npos);
+  CHECK(compile_error("quantity(self.q).isGreaterThan(quantity('1'))")
+            .find("function 'quantity' is not supported by vkube") != std::string::npos);
+  CHECK(compile_error("self.x.frobnicate()").find("undeclared reference to 'frobnicate'") !=
+        std::string::npos);
+  CHECK(compile_error("has(self)").find("invalid argument to has() macro") != std::string::npos);
+  CHECK(compile_error("self.all(x.y, true)").find("argument must be a simple name") !=
+        std::string::npos);
+  CHECK(compile_error("self.startsWith('a', 'b')").find("found no matching overload") !=
+        std::string::npos);
+  CHECK(compile_error("self.matches('[z-a]')").find("invalid character class range: `z-a`") !=
+        std::string::npos);
+  CHECK(compile_error("self.a == 99999999999999999999").find("invalid int literal") !=
+        std::string::npos);
+  CHECK(compile_error(std::string(150, '(') + "1" + std::string(150, ')'))
+            .find("expression recursion limit exceeded: 100") != std::string::npos);
+  CHECK(compile_error("'a'\n  + b").find("ERROR: <input>:2:5: undeclared reference to 'b'") == 0);
+
+  std::string error;
+  auto program = compile("self.x == oldSelf.x", &error);
+  REQUIRE(program != nullptr);
+  CHECK(program->uses_old_self());
+  CHECK_FALSE(compile("self.x == 1", &error)->uses_old_self());
+  CHECK(compile("self.x + 1", &error)->result_type() == "");
+  CHECK(compile("size(self.x) + 1", &error)->result_type() == "int");
+}
+
+TEST_CASE("CEL values are typed by the structural schema", "[apiserver][crd]") {
+  json schema = object_schema({{"count", {{"type", "integer"}}}, {"weight", {{"type", "number"}}}});
+  json self = {{"count", 2}, {"weight", 2}};
+  auto typed = [&](const std::string& expr) {
+    EvalResult r = eval(expr, self, nullptr, &schema);
+    INFO(expr << " -> " << r.error);
+    REQUIRE(r.ok);
+    return r.value;
+  };
+  CHECK(typed("type(self.count) == int && type(self.weight) == double") == true);
+  CHECK(typed("self.weight / 4.0") == 0.5);
+  CHECK(typed("self.count == self.weight") == true);
+
+  json sets = {
+      {"type", "array"}, {"x-kubernetes-list-type", "set"}, {"items", {{"type", "string"}}}};
+  json a = {"x", "y"};
+  json b = {"y", "x"};
+  EvalResult r = eval("self == oldSelf && self + ['z', 'x'] == ['x', 'y', 'z']", a, &b, &sets);
+  REQUIRE(r.ok);
+  CHECK(r.value == true);
+}
+
+TEST_CASE("A failing rule is kube-apiserver's field error", "[apiserver][crd]") {
+  json schema = object_schema(
+      {{"spec", object_schema({{"min", {{"type", "integer"}}}, {"max", {{"type", "integer"}}}},
+                              {{{"rule", "self.min <= self.max"}},
+                               {{"rule", "self.max < 100"}, {"message", "max must stay below 100"}},
+                               {{"rule", "self.min > 0"},
+                                {"messageExpression", "'min is ' + string(self.min)"},
+                                {"reason", "FieldValueForbidden"},
+                                {"fieldPath", ".min"}}})}},
+      {{{"rule", "self.metadata.name.startsWith('a')"}}});
+  json obj = {{"apiVersion", "x/v1"},
+              {"kind", "X"},
+              {"metadata", {{"name", "b"}, {"labels", {{"k", "v"}}}}},
+              {"spec", {{"min", -5}, {"max", 200}}}};
+  CHECK(messages(schema, obj) ==
+        std::vector<std::string>{
+            "<nil>: Invalid value: \"object\": failed rule: self.metadata.name.startsWith('a')",
+            "spec: Invalid value: \"object\": max must stay below 100",
+            "spec.min: Forbidden: min is -5"});
+  obj["metadata"]["name"] = "a";
+  obj["spec"] = {{"min", 10}, {"max", 5}};
+  CHECK(messages(schema, obj) ==
+        std::vector<std::string>{
+            "spec: Invalid value: \"object\": failed rule: self.min <= self.max"});
+  obj["spec"] = {{"min", 1}, {"max", 5}};
+  CHECK(messages(schema, obj).empty());
+}
+
+TEST_CASE("Rule evaluation errors and the resource root's metadata", "[apiserver][crd]") {
+  json schema = object_schema(
+      {{"spec", object_schema({{"n", {{"x-kubernetes-int-or-string", true}}}},
+                              {{{"rule", "self.n + 1 > 2"}}, {{"rule", "self.other > 1"}}})}},
+      {{{"rule", "!has(self.metadata.labels)"}}});
+  json obj = {{"metadata", {{"name", "x"}, {"labels", {{"a", "b"}}}}}, {"spec", {{"n", "five"}}}};
+  CHECK(messages(schema, obj) ==
+        std::vector<std::string>{
+            "spec: Invalid value: \"object\": 'no such overload': call arguments did not match a "
+            "supported operator, function or macro signature for rule: self.n + 1 > 2",
+            "spec: Invalid value: \"object\": no such key: other evaluating rule: self.other > 1"});
+}
+
+TEST_CASE("Transition rules see the correlated old value", "[apiserver][crd]") {
+  json item =
+      object_schema({{"name", {{"type", "string"}}}, {"size", {{"type", "integer"}}}},
+                    {{{"rule", "self.size >= oldSelf.size"}, {"message", "cannot shrink"}}});
+  json schema = object_schema(
+      {{"spec",
+        object_schema({{"mode",
+                        {{"type", "string"},
+                         {"x-kubernetes-validations",
+                          {{{"rule", "self == oldSelf"}, {"message", "mode is immutable"}}}}}},
+                       {"disks",
+                        {{"type", "array"},
+                         {"x-kubernetes-list-type", "map"},
+                         {"x-kubernetes-list-map-keys", {"name"}},
+                         {"items", item}}},
+                       {"atomic", {{"type", "array"}, {"items", item}}}})}});
+  json old = {{"spec",
+               {{"mode", "a"},
+                {"disks", {{{"name", "d1"}, {"size", 10}}, {{"name", "d2"}, {"size", 5}}}},
+                {"atomic", {{{"name", "x"}, {"size", 10}}}}}}};
+  json obj = {{"spec",
+               {{"mode", "b"},
+                {"disks", {{{"name", "d2"}, {"size", 4}}, {{"name", "d3"}, {"size", 1}}}},
+                {"atomic", {{{"name", "x"}, {"size", 1}}}}}}};
+  CHECK(messages(schema, obj).empty());  // create: transition rules do not run
+  CHECK(messages(schema, obj, &old) ==
+        std::vector<std::string>{"spec.disks[0]: Invalid value: \"object\": cannot shrink",
+                                 "spec.mode: Invalid value: \"string\": mode is immutable"});
+  obj["spec"]["mode"] = "a";
+  obj["spec"]["disks"][0]["size"] = 5;
+  CHECK(messages(schema, obj, &old).empty());
+}
+
+TEST_CASE("Rules vkube cannot run are skipped; broken rules are reported", "[apiserver][crd]") {
+  std::string error;
+  CHECK(compile("self.q.isQuantity()", &error) == nullptr);
+  CHECK(unsupported_by_vkube(error));
+  CHECK(compile("self.q.isQuantity(", &error) == nullptr);
+  CHECK_FALSE(unsupported_by_vkube(error));
+  json schema = object_schema({{"q", {{"type", "string"}}}},
+                              {{{"rule", "isQuantity(self.q)"}}, {{"rule", "self.q == nope"}}});
+  std::vector<std::string> got = messages(schema, {{"q", "1Gi"}});
+  REQUIRE(got.size() == 1);
+  CHECK(got[0].find("<nil>: Invalid value: \"object\": rule compile error: compilation failed: "
+                    "ERROR: <input>:1:11: undeclared reference to 'nope'") == 0);
+}
+
+TEST_CASE("A null old value or a new list item has no oldSelf", "[apiserver][crd]") {
+  json schema = object_schema(
+      {{"v",
+        {{"type", "string"},
+         {"nullable", true},
+         {"x-kubernetes-validations", {{{"rule", "self == oldSelf"}}}}}},
+       {"m",
+        {{"type", "object"},
+         {"additionalProperties",
+          {{"type", "integer"}, {"x-kubernetes-validations", {{{"rule", "self >= oldSelf"}}}}}}}}});
+  json old = {{"v", nullptr}, {"m", {{"a", 5}}}};
+  CHECK(messages(schema, {{"v", "x"}, {"m", {{"b", 1}}}}, &old).empty());
+  CHECK(messages(schema, {{"v", "x"}, {"m", {{"a", 1}}}}, &old) ==
+        std::vector<std::string>{"m[a]: Invalid value: \"integer\": failed rule: self >= oldSelf"});
+  json root_null = nullptr;
+  CHECK(messages(schema, {{"v", "x"}}, &root_null).empty());
+}
+
+TEST_CASE("fieldPath names the reported field", "[apiserver][crd]") {
+  json schema = object_schema(
+      {{"spec", object_schema(
+                    {{"map", {{"type", "object"}, {"additionalProperties", {{"type", "string"}}}}},
+                     {"a.b", {{"type", "string"}}}})}},
+      {{{"rule", "false"}, {"fieldPath", ".spec.map['k.1']"}},
+       {{"rule", "false"}, {"fieldPath", ".spec['a.b']"}, {"reason", "FieldValueRequired"}}});
+  CHECK(messages(schema, {{"spec", json::object()}}) ==
+        std::vector<std::string>{"spec.map[k.1]: Invalid value: \"object\": failed rule: false",
+                                 "spec.a.b: Required value: failed rule: false"});
+}
+
+TEST_CASE("messageExpression falls back to the message when unusable", "[apiserver][crd]") {
+  json schema = {
+      {"type", "integer"},
+      {"x-kubernetes-validations",
+       {{{"rule", "self < 10"}, {"message", "too big"}, {"messageExpression", "'a\\nb'"}},
+        {{"rule", "self < 5"}, {"messageExpression", "self.x"}},
+        {{"rule", "self < 3"}, {"messageExpression", "'value ' + string(self) + ' >= 3'"}},
+        {{"rule", "self < 2"}, {"reason", "FieldValueDuplicate"}}}}};
+  json root = object_schema({{"v", schema}});
+  CHECK(messages(root, {{"v", 20}}) ==
+        std::vector<std::string>{"v: Invalid value: \"integer\": too big",
+                                 "v: Invalid value: \"integer\": failed rule: self < 5",
+                                 "v: Invalid value: \"integer\": value 20 >= 3",
+                                 "v: Duplicate value: \"integer\""});
+}
+
+TEST_CASE("CRD rules that cannot run are reported for the CRD", "[apiserver][crd]") {
+  json schema = object_schema(
+      {{"spec",
+        object_schema({{"list",
+                        {{"type", "array"},
+                         {"items",
+                          {{"type", "string"},
+                           {"x-kubernetes-validations", {{{"rule", "self == oldSelf"}}}}}}}}},
+                      {{{"rule", "self.a == undefinedThing"}},
+                       {{"rule", "self.a.size() + 1"}},
+                       {{"rule", "true"}, {"messageExpression", "'x' +"}},
+                       {{"rule", "url(self.u).getHost() == 'x'"}},
+                       {{"rule", "true"}, {"reason", "Bogus"}, {"fieldPath", ".nope"}}})}});
+  std::vector<std::string> got = check_rules(schema, "spec.versions[0].schema.openAPIV3Schema");
+  const std::string base = "spec.versions[0].schema.openAPIV3Schema.properties[spec]";
+  REQUIRE(got.size() == 7);
+  CHECK(got[0].find(base + ".x-kubernetes-validations[0].rule: compilation failed: ERROR: "
+                           "<input>:1:11: undeclared reference to 'undefinedThing'") == 0);
+  CHECK(got[1] ==
+        base + ".x-kubernetes-validations[1].rule: cel expression must evaluate to a bool");
+  CHECK(got[2].find(base + ".x-kubernetes-validations[2].messageExpression: messageExpression "
+                           "compilation failed: ERROR: <input>:1:6: Syntax error") == 0);
+  CHECK(got[3].find("function 'url' is not supported by vkube") != std::string::npos);
+  CHECK(got[4].find(".x-kubernetes-validations[4].reason: Unsupported value: \"Bogus\"") !=
+        std::string::npos);
+  CHECK(got[5] == base + ".x-kubernetes-validations[4].fieldPath: fieldPath must be a valid path");
+  CHECK(got[6] == base +
+                      ".properties[list].items.x-kubernetes-validations[0].rule: oldSelf cannot "
+                      "be used on the uncorrelatable portion of the schema within " +
+                      base + ".properties[list]");
+  CHECK(check_rules(object_schema({{"a", {{"type", "string"}}}}, {{{"rule", "self.a != ''"}}}), "s")
+            .empty());
+}
+
+TEST_CASE("Evaluation is bounded on hostile input", "[apiserver][crd]") {
+  // Pathological patterns run in linear time: no backtracking.
+  auto start = std::chrono::steady_clock::now();
+  json long_a = std::string(200000, 'a');
+  CHECK(eval("self.matches('^(a+)+b$') || self.matches('^(a|aa)*$')", long_a).value == true);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(20));
+
+  // Runaway comprehensions hit the cost limit.
+  EvalResult r =
+      eval("self.all(x, self.all(y, self.all(z, x + y + z >= 0)))", json(std::vector<int>(200, 1)));
+  CHECK(r.cost_exceeded);
+  CHECK(r.error == "operation cancelled: actual cost limit exceeded");
+  json schema = {
+      {"type", "array"},
+      {"items", {{"type", "integer"}}},
+      {"x-kubernetes-validations",
+       {{{"rule", "self.all(x, self.all(y, self.all(z, x + y + z >= 0)))"}}, {{"rule", "false"}}}}};
+  CHECK(messages(object_schema({{"l", schema}}), {{"l", std::vector<int>(200, 1)}}) ==
+        std::vector<std::string>{
+            "l: Invalid value: \"array\": 'operation cancelled: actual cost limit exceeded': no "
+            "further validation rules will be run due to call cost exceeds limit for rule: "
+            "self.all(x, self.all(y, self.all(z, x + y + z >= 0)))"});
+
+  // Deeply nested data compares without exhausting the stack.
+  json deep = 1;
+  for (int i = 0; i < 5000; ++i) deep = json::array({deep});
+  EvalResult d = eval("self == oldSelf", deep, &deep);
+  CHECK_FALSE(d.ok);
+
+  // Long operator chains stay within the AST depth limit or are refused, never crash.
+  std::string chain = "1";
+  for (int i = 0; i < 300; ++i) chain += " + 1";
+  CHECK(compile_error(chain).find("expression recursion limit exceeded: 250") != std::string::npos);
+  std::string ors = "false";
+  for (int i = 0; i < 2000; ++i) ors += " || false";
+  CHECK(value_of(ors) == false);
+}
+
+TEST_CASE("The regex engine follows RE2's syntax", "[apiserver][crd]") {
+  struct Case {
+    std::string pattern, text;
+    bool want;
+  };
+  const std::vector<Case> cases = {
+      {"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", "my-name-1", true},
+      {"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", "-bad", false},
+      {"(?i)^ABC$", "abc", true},
+      {"^\\d{2,3}$", "1234", false},
+      {"^\\d{2,3}$", "123", true},
+      {"\\bword\\b", "a word here", true},
+      {"\\bword\\b", "swordfish", false},
+      {"^[[:alpha:]]+$", "Abc", true},
+      {"^a.c$", "a\nc", false},
+      {"(?s)^a.c$", "a\nc", true},
+      {"^\\Qa.b\\E$", "a.b", true},
+      {"^\\Qa.b\\E$", "axb", false},
+      {"^(?:ab|cd)+$", "abcdab", true},
+      {"^x*?y$", "xxy", true},
+      {"^é.$", "éà", true},
+      {"a$", "a\n", false},
+      {"(?m)a$", "a\nb", true},
+  };
+  for (const auto& c : cases) {
+    std::string error;
+    auto re = detail::Regex::compile(c.pattern, &error);
+    INFO(c.pattern << " on " << c.text << ": " << error);
+    REQUIRE(re != nullptr);
+    CHECK(re->search(c.text) == c.want);
+  }
+  std::string error;
+  CHECK(detail::Regex::compile("a**", &error) == nullptr);
+  CHECK(error == "error parsing regexp: invalid nested repetition operator: `**`");
+  CHECK(detail::Regex::compile("(abc", &error) == nullptr);
+  CHECK(error == "error parsing regexp: missing closing ): `(abc`");
+  CHECK(detail::Regex::compile("a{1001}", &error) == nullptr);
+  CHECK(error == "error parsing regexp: invalid repeat count: `{1001}`");
+  CHECK(detail::Regex::compile("\\1", &error) == nullptr);
+  CHECK(error == "error parsing regexp: invalid escape sequence: `\\1`");
+}
+
+}  // namespace
+}  // namespace vkube::apiserver::crd::cel
