@@ -76,6 +76,12 @@ bool is_public_path(std::string_view path) {
 std::string warning_header(const std::string& text) {
   std::string out = "299 - \"";
   for (char ch : text) {
+    // A header cannot hold line breaks or other controls (a multi-line
+    // message, e.g. a CEL compile error, would be dropped): fold them.
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) {
+      if (out.back() != ' ') out.push_back(' ');
+      continue;
+    }
     if (ch == '"' || ch == '\\') out.push_back('\\');
     out.push_back(ch);
   }

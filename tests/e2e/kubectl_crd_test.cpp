@@ -4,6 +4,8 @@
 // columns, have status and scale subresources and are served in two
 // versions; conflicting names are reported in conditions; deleting the CRD
 // deletes its objects and then the kind.
+#include <signal.h>
+
 #include "fixture.h"
 
 namespace vkube::e2e {
@@ -287,6 +289,54 @@ spec:
   REQUIRE_THAT(c.kubectl({"apply", "-f", c.dir() + "/crd.yaml"}), Succeeded());
   REQUIRE(eventually([&] { return c.kubectl({"get", "ct", "-A", "-o", "name"}).exit_code == 0; }));
   CHECK(c.kubectl({"get", "ct", "-A", "-o", "name"}).out.empty());
+}
+
+TEST_CASE("the Python client creates, selects, patches, watches and deletes custom resources",
+          "[e2e][crd]") {
+  Cluster c;
+  Result r =
+      c.run({kPython, std::string(VKUBE_SOURCE_DIR) + "/tests/e2e/python_crd.py"}, seconds(60));
+  REQUIRE_THAT(r, Succeeded());
+  CHECK_THAT(r.out, Catch::EndsWith("PASS\n"));
+}
+
+TEST_CASE("CRDs and their objects survive a restart; unenforced rules are warned about",
+          "[e2e][crd]") {
+  Cluster c;
+  c.file("crd.yaml", kCronTabs);
+  REQUIRE_THAT(c.kubectl({"apply", "-f", c.dir() + "/crd.yaml"}), Succeeded());
+  c.file("ct.yaml", crontab("kept", "  cronSpec: '* * * * *'\n"));
+  REQUIRE_THAT(c.kubectl({"apply", "-f", c.dir() + "/ct.yaml"}), Succeeded());
+  c.restart(SIGTERM);
+  CHECK(c.get_json({"ct", "kept"})["spec"]["cronSpec"] == "* * * * *");
+  CHECK_THAT(c.kubectl({"api-resources", "--api-group=stable.example.com"}), Succeeded());
+
+  // A rule outside vkube's CEL subset: the CRD is accepted with a warning.
+  c.file("quantity.yaml", R"yaml(apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: budgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: budgets, kind: Budget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            x-kubernetes-validations:
+            - rule: "quantity(self.memory).isGreaterThan(quantity('1Gi'))"
+            properties:
+              memory: {type: string}
+)yaml");
+  Result warned = c.kubectl({"apply", "-f", c.dir() + "/quantity.yaml"});
+  REQUIRE_THAT(warned, Succeeded());
+  CHECK(warned.err.find("not enforced by vkube") != std::string::npos);
 }
 
 }  // namespace

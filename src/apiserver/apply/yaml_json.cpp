@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <optional>
-#include <regex>
 
 namespace vkube::apiserver::apply {
 
@@ -57,6 +56,31 @@ std::optional<json> parse_integer(const std::string& s) {
   return json(static_cast<uint64_t>(v));
 }
 
+// YAML's float form [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?, matched by hand: a
+// std::regex would recurse per character and a long scalar would exhaust the stack.
+bool is_float(std::string_view s) {
+  size_t i = 0;
+  auto digits = [&] {
+    size_t start = i;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
+    return i - start;
+  };
+  if (i < s.size() && (s[i] == '-' || s[i] == '+')) ++i;
+  size_t whole = digits();
+  size_t fraction = 0;
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    fraction = digits();
+  }
+  if (whole == 0 && fraction == 0) return false;
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '-' || s[i] == '+')) ++i;
+    if (digits() == 0) return false;
+  }
+  return i == s.size();
+}
+
 json plain_scalar(const std::string& s) {
   if (one_of(s, {"", "~", "null", "Null", "NULL"})) return nullptr;
   if (one_of(s, {"y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"}))
@@ -68,8 +92,7 @@ json plain_scalar(const std::string& s) {
   std::string plain = s;
   std::erase(plain, '_');
   if (auto i = parse_integer(plain)) return *i;
-  static const std::regex kFloat(R"(^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$)");
-  if (std::regex_match(plain, kFloat)) {
+  if (is_float(plain)) {
     char* end = nullptr;
     double d = std::strtod(plain.c_str(), &end);
     if (end && *end == '\0' && std::isfinite(d)) return d;

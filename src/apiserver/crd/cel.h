@@ -4,8 +4,12 @@
 // wording. Typing is dynamic: what kube's type checker rejects when the CRD is written (a string
 // added to an int, say) surfaces here as kube's runtime "no such overload" error instead.
 //
-// Files: cel_parse.cpp (lexer, parser, macros, name resolution; the RE2-syntax regex engine),
-// cel_eval.cpp (values, operators, functions), cel_rules.cpp (the schema walker and CRD checks).
+// Files: cel_lexer.cpp, cel_parse.cpp (tokens, the AST and its macros), cel_compile.cpp (name
+// resolution, compile() and its cache), cel_eval.cpp (the tree walk, function dispatch),
+// cel_values.cpp (values over JSON), cel_operators.cpp (equality, ordering, arithmetic),
+// cel_functions_{strings,conversions,lists}.cpp (the function libraries), cel_rules.cpp (the
+// schema walker and CRD checks); cel_internal.h is private to them. Regular expressions are
+// re2_regex.h's.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "field_errors.h"
+#include "re2_regex.h"
 
 namespace vkube::apiserver::crd::cel {
 
@@ -36,29 +41,9 @@ inline constexpr int64_t kRuntimeCostBudget = 10000000;
 
 namespace detail {
 
-// UTF-8: the code point at byte *i (U+FFFD for an invalid byte, as Go decodes), advancing *i.
-char32_t decode_utf8(std::string_view s, std::size_t* i);
-void append_utf8(std::string& out, char32_t c);
-
-// A compiled RE2-syntax regular expression matched in linear time (a Pike VM over code points):
-// no backtracking, so no pattern/input pair can hang or exhaust the stack. Immutable.
-class Regex {
- public:
-  struct Impl;
-  explicit Regex(std::unique_ptr<const Impl> impl);
-  ~Regex();
-  // nullptr and Go's wording ("error parsing regexp: missing closing ): `(`") when invalid.
-  static std::shared_ptr<const Regex> compile(std::string_view pattern, std::string* error);
-  // The leftmost-first match at or after byte `from`; [begin, end) are byte offsets. `scanned`
-  // (optional) receives how many bytes of input the search stepped over (its work).
-  bool find(std::string_view text, std::size_t from, std::size_t* begin, std::size_t* end,
-            std::size_t* scanned = nullptr) const;
-  bool search(std::string_view text) const;
-  std::size_t program_size() const;
-
- private:
-  std::unique_ptr<const Impl> impl_;
-};
+// The regex engine lives in re2_regex.h (shared with the schema `pattern` keyword); the name stays
+// reachable here for callers that spell it cel::detail::Regex.
+using crd::Regex;
 
 enum class LitKind : uint8_t { kNull, kBool, kInt, kUint, kDouble, kString, kBytes, kType };
 

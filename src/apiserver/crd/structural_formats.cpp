@@ -56,7 +56,8 @@ bool is_date_time(std::string_view s) {
   static const std::regex kClock(
       "^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))$");
   std::smatch m;
-  if (!std::regex_search(clock, m, kClock)) return false;
+  // std::regex recurses per character: bound the input before matching.
+  if (clock.size() > 64 || !std::regex_search(clock, m, kClock)) return false;
   return m.str(1) <= "23" && m.str(2) <= "59" && m.str(3) <= "59";
 }
 
@@ -203,7 +204,7 @@ bool is_creditcard(std::string_view raw) {
   static const std::regex kCard(
       "^(?:4[0-9]{12}(?:[0-9]{3})?|5[1-5][0-9]{14}|6(?:011|5[0-9][0-9])[0-9]{12}|3[47][0-9]{13}|"
       "3(?:0[0-5]|[68][0-9])[0-9]{11}|(?:2131|1800|35\\d{3})\\d{11})$");
-  if (!std::regex_search(s, kCard)) return false;
+  if (s.size() > 19 || !std::regex_search(s, kCard)) return false;
   int sum = 0;
   bool twice = false;
   for (auto it = s.rbegin(); it != s.rend(); ++it, twice = !twice) {
@@ -228,6 +229,7 @@ bool is_hexcolor(std::string_view s) {
 bool is_rgbcolor(std::string_view s) {
   static const std::string kN = "\\s*(0|[1-9]\\d?|1\\d\\d?|2[0-4]\\d|25[0-5])\\s*";
   static const std::regex kRgb("^rgb\\(" + kN + "," + kN + "," + kN + "\\)$");
+  if (s.size() > 64) return false;  // std::regex recurses per character
   std::string text(s);
   return std::regex_search(text, kRgb);
 }

@@ -166,6 +166,9 @@ bool is_email(std::string_view s) {
   static const std::string kAddr = "(" + kAtext + "(\\." + kAtext + ")*|\"[^\"\\\\]*\")@(" +
                                    kAtext + "(\\." + kAtext + ")*|\\[[^\\[\\]\\\\]*\\])";
   static const std::regex kEmail("^(" + kAddr + "|([^<>\"]*|\"[^\"]*\")\\s*<" + kAddr + ">)$");
+  // std::regex recurses per character, so a long value would exhaust the stack; no address
+  // is longer than this (RFC 5321 allows 254 characters in a path).
+  if (s.size() > 1024) return false;
   std::string text(s);
   return std::regex_search(text, kEmail);
 }

@@ -82,8 +82,8 @@ void too_many(FieldErrors& errs, std::string field, std::int64_t actual, std::in
 
 // --- Patterns -------------------------------------------------------------------------------
 
-// A `pattern` compiled once per thread. Go's RE2 syntax is translated where ECMAScript differs
-// ((?i) prefix, \A, \z, named groups); `error` is set when the pattern does not compile.
+// A `pattern` compiled once (crd::Regex, Go's RE2 syntax, matched in linear time so that no
+// pattern or value can hang validation or exhaust the stack).
 struct CompiledPattern;
 const CompiledPattern& compile_pattern(const std::string& pattern);
 // The compile error in Go's words, "" when the pattern compiled.

@@ -199,3 +199,24 @@ TEST_CASE("printer-column JSONPath", "[apiserver][crd]") {
 
 }  // namespace
 }  // namespace vkube::apiserver::crd
+
+namespace vkube::apiserver::crd {
+namespace {
+
+TEST_CASE("rules vkube cannot evaluate are warned about, never silently ignored",
+          "[apiserver][crd]") {
+  json crd = crontabs();
+  crd["spec"]["versions"][1]["schema"]["openAPIV3Schema"] = json::parse(R"js({
+    "type": "object",
+    "properties": {"spec": {"type": "object",
+      "x-kubernetes-validations": [{"rule": "quantity(self.memory).isGreaterThan(quantity('1Gi'))"},
+                                   {"rule": "self.memory != ''"}],
+      "properties": {"memory": {"type": "string"}}}}})js");
+  auto warnings = definition_warnings(crd);
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].find("not enforced by vkube") != std::string::npos);
+  CHECK(warnings[0].find("x-kubernetes-validations[0]") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace vkube::apiserver::crd
