@@ -151,6 +151,18 @@ std::vector<json> stored_crds(Server& s) {
   return out;
 }
 
+// What conflict checks read of a CRD: its group and naming status.
+json names_of(const json& crd) {
+  json status = crd.value("status", json::object());
+  json conditions = json::array();
+  for (const json& c : status.value("conditions", json::array()))
+    if (c.value("type", "") == "NamesAccepted") conditions.push_back(c);
+  return {{"spec", {{"group", str_at(crd, "spec", "group")}}},
+          {"status",
+           {{"acceptedNames", status.value("acceptedNames", json::object())},
+            {"conditions", std::move(conditions)}}}};
+}
+
 bool names_accepted(const json& crd) {
   for (const json& c : crd["status"].value("conditions", json::array()))
     if (c.value("type", "") == "NamesAccepted") return c.value("status", "") == "True";
@@ -162,7 +174,10 @@ bool sync_one(Server& s, const std::string& name) {
   const std::string key = std::string(kCrdPrefix) + name;
   auto kv = s.backend().get(key);
   if (!kv.is_ok()) {
-    if (kv.status().code() == Code::kNotFound) s.registry().set_custom(name, {});
+    if (kv.status().code() == Code::kNotFound) {
+      s.registry().set_custom(name, {});
+      s.crd_names().erase(name);
+    }
     return true;
   }
   auto decoded = decode_stored(*kv);
@@ -170,8 +185,8 @@ bool sync_one(Server& s, const std::string& name) {
   json crd = std::move(decoded).value();
   const std::string group = str_at(crd, "spec", "group");
   std::vector<json> others;
-  for (json& o : stored_crds(s))
-    if (str_at(o, "spec", "group") == group && name_of(o) != name) others.push_back(std::move(o));
+  for (const auto& [other, names] : s.crd_names())
+    if (other != name && str_at(names, "spec", "group") == group) others.push_back(names);
   json status = crd::compute_status(crd, others, now_rfc3339());
   if (status != crd.value("status", json())) {
     crd["status"] = std::move(status);
@@ -179,6 +194,7 @@ bool sync_one(Server& s, const std::string& name) {
     if (!written.is_ok()) return written.status().code() != Code::kConflict;
   }
   s.registry().set_custom(name, crd::kinds_of(crd));
+  s.crd_names()[name] = names_of(crd);
   return true;
 }
 
@@ -189,12 +205,23 @@ void sync_crd(Server& s, const std::string& name) {
   for (int attempt = 0; attempt < 8 && !sync_one(s, name); ++attempt) {
   }
   // A CRD that lost a name conflict may win now (the other changed or went).
-  for (const json& o : stored_crds(s))
-    if (name_of(o) != name && !names_accepted(o)) sync_one(s, name_of(o));
+  std::vector<std::string> losers;
+  for (const auto& [other, names] : s.crd_names())
+    if (other != name && !names_accepted(names)) losers.push_back(other);
+  for (const std::string& other : losers) sync_one(s, other);
 }
 
 void load_crds(Server& s) {
   std::vector<json> crds = stored_crds(s);
+  {
+    // Every CRD's stored names first, so each one's check sees the others.
+    std::lock_guard lock(s.crd_mutex());
+    std::map<std::string, json> names;
+    for (const json& c : crds) names[name_of(c)] = names_of(c);
+    for (const auto& [gone, unused] : s.crd_names())
+      if (!names.contains(gone)) s.registry().set_custom(gone, {});
+    s.crd_names() = std::move(names);
+  }
   for (const json& c : crds) sync_crd(s, name_of(c));
   if (!crds.empty()) VKUBE_LOG(info, "custom resource definitions loaded", {"count", crds.size()});
 }

@@ -57,6 +57,9 @@ class Server final : public ApiServer {
   OpenApiCache& openapi_cache() { return openapi_cache_; }
   // Serialises CRD status and registry updates (custom_resources.cpp).
   std::mutex& crd_mutex() { return crd_mu_; }
+  // Each CRD's group and naming status, by name, for conflict checks
+  // without reading every CRD back (guarded by crd_mutex()).
+  std::map<std::string, json>& crd_names() { return crd_names_; }
 
  private:
   http::Response chain(http::Request& req, const RequestInfo& info);
@@ -73,6 +76,7 @@ class Server final : public ApiServer {
   std::unique_ptr<GpuQuotaAdmission> gpu_quota_;
   OpenApiCache openapi_cache_;
   std::mutex crd_mu_;
+  std::map<std::string, json> crd_names_;  // guarded by crd_mu_
   std::atomic<bool> ready_{false};
   std::atomic<size_t> inflight_{0};
   std::atomic<size_t> inflight_mutating_{0};
