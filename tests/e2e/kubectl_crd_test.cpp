@@ -274,6 +274,15 @@ spec:
   CHECK(c.get_json({"gp", "h100"})["spec"]["gpus"] == 8);
   CHECK(c.get_json({"gp", "h100"})["metadata"].value("namespace", "") == "");
 
+  // Deleting a namespace deletes the custom resources in it.
+  REQUIRE_THAT(c.kubectl({"create", "namespace", "team"}), Succeeded());
+  c.file("team.yaml",
+         "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata: {name: t, namespace: team}\n"
+         "spec: {cronSpec: '* * * * *'}\n");
+  REQUIRE_THAT(c.kubectl({"apply", "-f", c.dir() + "/team.yaml"}), Succeeded());
+  REQUIRE_THAT(c.kubectl({"delete", "namespace", "team", "--timeout=20s"}), Succeeded());
+  CHECK(c.kubectl({"get", "ct", "-A", "-o", "name"}).out.empty());
+
   // Deleting the CRD deletes its objects, then the kind.
   for (int i = 0; i < 5; ++i) {
     c.file("ct" + std::to_string(i) + ".yaml",
