@@ -1,14 +1,45 @@
 // GET of a collection: JSON lists and Tables.
 #include "codec.h"
+#include "definition.h"
 #include "list_common.h"
 #include "object.h"
 #include "table.h"
 
 namespace vkube::apiserver {
 
+namespace {
+
+// A JSON list written around the stored items without decoding them (the
+// common kubectl / informer list: no selector, JSON, no Table).
+http::Response raw_list(Context& c, const ListOutput& listed, const json& meta) {
+  std::string body =
+      "{\"apiVersion\":" + json(c.resource().gv.api_version()).dump() + ",\"items\":[";
+  size_t size = body.size() + 256;
+  for (const auto& item : listed.raw_items) size += item.size() + 1;
+  body.reserve(size);
+  for (size_t i = 0; i < listed.raw_items.size(); ++i) {
+    if (i > 0) body += ',';
+    body += listed.raw_items[i];
+  }
+  body +=
+      "],\"kind\":" + json(c.resource().list_kind()).dump() + ",\"metadata\":" + meta.dump() + "}";
+  http::Response r;
+  r.status = 200;
+  r.set_header("Content-Type", "application/json");
+  r.body = std::move(body);
+  return r;
+}
+
+}  // namespace
+
 http::Response handle_list(Context& c) {
   ListQuery q = ListQuery::from_context(c, /*paged=*/true);
-  auto listed = list_objects(c, q);
+  const std::string accept(c.req.header("Accept"));
+  // Items are re-served as stored unless something must look into them: a
+  // Table, protobuf, or a custom kind shown in another version than stored.
+  const bool raw = !wants_table(accept) && !prefers_protobuf(accept) &&
+                   (!c.kind.custom || c.kind.custom->storage_version == c.resource().gv.version);
+  auto listed = list_objects(c, q, raw);
   if (!listed.is_ok()) return error_response(listed.status());
   json meta = {{"resourceVersion", std::to_string(listed->revision)}};
   if (!listed->continue_token.empty()) meta["continue"] = listed->continue_token;
@@ -17,6 +48,7 @@ http::Response handle_list(Context& c) {
     auto include = parse_include_object(c.param("includeObject").value_or(""));
     return json_response(200, make_table(c.kind, listed->items, include, std::move(meta)));
   }
+  if (raw && listed->items.empty() && !listed->raw_items.empty()) return raw_list(c, *listed, meta);
   json items = json::array();
   // Custom resources are stored in the CRD's storage version: each item
   // is shown in the version asked for (the None conversion).
@@ -25,10 +57,11 @@ http::Response handle_list(Context& c) {
     if (custom) obj["apiVersion"] = c.resource().gv.api_version();
     items.push_back(std::move(obj));
   }
-  return body_response(c.req, 200, {{"kind", c.resource().list_kind()},
-                             {"apiVersion", c.resource().gv.api_version()},
-                             {"metadata", std::move(meta)},
-                             {"items", std::move(items)}});
+  return body_response(c.req, 200,
+                       {{"kind", c.resource().list_kind()},
+                        {"apiVersion", c.resource().gv.api_version()},
+                        {"metadata", std::move(meta)},
+                        {"items", std::move(items)}});
 }
 
 }  // namespace vkube::apiserver

@@ -14,7 +14,8 @@ std::optional<std::string> field_value(const json& obj, std::string_view path) {
   size_t start = 0;
   while (start <= path.size()) {
     size_t dot = path.find('.', start);
-    std::string part(path.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start));
+    std::string part(
+        path.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start));
     if (!cur->is_object()) return std::nullopt;
     auto it = cur->find(part);
     if (it == cur->end()) return std::string();
@@ -45,13 +46,17 @@ ListQuery ListQuery::from_context(Context& c, bool paged) {
   ListQuery q;
   if (auto l = c.param("labelSelector")) {
     auto sel = api::LabelSelector::parse(*l);
-    if (!sel.is_ok()) q.error = sel.status();
-    else q.labels = std::move(sel).value();
+    if (!sel.is_ok())
+      q.error = sel.status();
+    else
+      q.labels = std::move(sel).value();
   }
   if (auto f = c.param("fieldSelector")) {
     auto sel = api::FieldSelector::parse(*f);
-    if (!sel.is_ok()) q.error = sel.status();
-    else q.fields = std::move(sel).value();
+    if (!sel.is_ok())
+      q.error = sel.status();
+    else
+      q.fields = std::move(sel).value();
   }
   if (paged) {
     if (auto l = c.param("limit")) {
@@ -84,7 +89,61 @@ bool matches(const ListQuery& q, const json& obj) {
   return true;
 }
 
-Result<ListOutput> list_objects(Context& c, const ListQuery& q) {
+std::optional<std::string> splice_resource_version(std::string_view s, storage::Revision rv) {
+  int depth = 0;
+  bool in_string = false, escaped = false, expect_key = false;
+  size_t key_start = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    char ch = s[i];
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (ch == '\\')
+        escaped = true;
+      else if (ch == '"') {
+        in_string = false;
+        // A top-level key "metadata" whose value is an object.
+        if (depth == 1 && expect_key && s.substr(key_start, i + 1 - key_start) == "\"metadata\"" &&
+            s.substr(i + 1, 2) == ":{") {
+          std::string out;
+          out.reserve(s.size() + 32);
+          out.append(s.substr(0, i + 3));
+          out += "\"resourceVersion\":\"" + std::to_string(rv) + "\"";
+          if (i + 3 < s.size() && s[i + 3] != '}') out += ',';
+          out.append(s.substr(i + 3));
+          return out;
+        }
+        expect_key = false;
+      }
+      continue;
+    }
+    switch (ch) {
+      case '"':
+        in_string = true;
+        key_start = i;
+        break;
+      case '{':
+        ++depth;
+        expect_key = depth == 1;
+        break;
+      case '[':
+        ++depth;
+        break;
+      case '}':
+      case ']':
+        --depth;
+        break;
+      case ',':
+        expect_key = depth == 1;
+        break;
+      default:
+        break;
+    }
+  }
+  return std::nullopt;
+}
+
+Result<ListOutput> list_objects(Context& c, const ListQuery& q, bool raw) {
   VKUBE_RETURN_IF_ERROR(q.error);
   VKUBE_RETURN_IF_ERROR(check_field_selector(c.resource(), q.fields));
   storage::Backend& b = c.server.backend();
@@ -96,19 +155,21 @@ Result<ListOutput> list_objects(Context& c, const ListQuery& q) {
   if (!q.continue_token.empty()) {
     if (!q.resource_version.empty() && q.resource_version != "0")
       return Status::bad_request("specifying resource version is not allowed when using continue");
-    auto raw = base64_decode(q.continue_token);
-    if (!raw) return Status::bad_request("continue key is not valid: illegal base64 data");
-    o.continue_token = *raw;
+    auto token = base64_decode(q.continue_token);
+    if (!token) return Status::bad_request("continue key is not valid: illegal base64 data");
+    o.continue_token = *token;
   } else if (!q.resource_version.empty()) {
     auto rv = parse_resource_version(q.resource_version);
     if (!rv.is_ok()) return rv.status();
     if (q.resource_version_match == "Exact") {
-      if (*rv == 0) return Status::bad_request("resourceVersionMatch \"Exact\" is forbidden for resourceVersion \"0\"");
+      if (*rv == 0)
+        return Status::bad_request(
+            "resourceVersionMatch \"Exact\" is forbidden for resourceVersion \"0\"");
       o.revision = *rv;
     } else if (*rv > b.current_revision()) {
-      return Status(Code::kFutureRevision, "Too large resource version: " + q.resource_version +
-                                               ", current: " +
-                                               std::to_string(b.current_revision()));
+      return Status(Code::kFutureRevision,
+                    "Too large resource version: " + q.resource_version +
+                        ", current: " + std::to_string(b.current_revision()));
     }
   }
 
@@ -117,7 +178,8 @@ Result<ListOutput> list_objects(Context& c, const ListQuery& q) {
   // Page through storage until `limit` matching items are found; the token
   // then points just past the last item examined.
   for (;;) {
-    if (q.limit > 0) o.limit = q.limit - static_cast<int64_t>(out.items.size());
+    if (q.limit > 0)
+      o.limit = q.limit - static_cast<int64_t>(out.items.size() + out.raw_items.size());
     auto page = b.list(o);
     if (!page.is_ok()) {
       if (page.status().code() == Code::kExpired && !o.continue_token.empty())
@@ -128,6 +190,13 @@ Result<ListOutput> list_objects(Context& c, const ListQuery& q) {
     }
     out.revision = page->revision;
     for (const auto& kv : page->items) {
+      if (raw && !filtering) {
+        if (auto spliced = splice_resource_version(kv.value, kv.mod_revision)) {
+          out.raw_items.push_back(std::move(*spliced));
+          continue;
+        }
+        return Status::corruption("stored object " + kv.key + " has no metadata");
+      }
       auto obj = decode_stored(kv);
       if (!obj.is_ok()) return obj.status();
       if (!filtering || matches(q, *obj)) out.items.push_back(std::move(obj).value());
@@ -135,7 +204,7 @@ Result<ListOutput> list_objects(Context& c, const ListQuery& q) {
     if (page->continue_token.empty()) break;
     o.continue_token = page->continue_token;
     o.revision = 0;
-    if (q.limit > 0 && static_cast<int64_t>(out.items.size()) >= q.limit) {
+    if (q.limit > 0 && static_cast<int64_t>(out.items.size() + out.raw_items.size()) >= q.limit) {
       out.continue_token = base64_encode(page->continue_token);
       break;
     }

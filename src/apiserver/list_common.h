@@ -26,11 +26,21 @@ struct ListQuery {
 
 struct ListOutput {
   std::vector<json> items;  // decoded, filtered, in key order
+  // With `raw` and no selectors: each item's stored JSON with its
+  // resourceVersion spliced in, not decoded (items stays empty).
+  std::vector<std::string> raw_items;
   storage::Revision revision = 0;
   std::string continue_token;  // the API's form; empty when complete
 };
 
-Result<ListOutput> list_objects(Context& c, const ListQuery& q);
+// `raw`: the caller only re-serialises the items as they are (a JSON list),
+// so they are not decoded when no selector needs to look into them.
+Result<ListOutput> list_objects(Context& c, const ListQuery& q, bool raw = false);
+
+// A stored object's JSON with "resourceVersion" added to its top-level
+// metadata, found by a scan that skips nested values and strings; nullopt
+// when the text has no top-level metadata object.
+std::optional<std::string> splice_resource_version(std::string_view stored, storage::Revision rv);
 
 // Whether obj matches the query's selectors (the watch filter too).
 bool matches(const ListQuery& q, const json& obj);
