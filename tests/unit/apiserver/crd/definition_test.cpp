@@ -65,9 +65,21 @@ TEST_CASE("a CRD is accepted, established and serves its versions by priority",
   CHECK(v1.custom->spec_replicas_path == ".spec.replicas");
   REQUIRE(v1.resource.columns.size() == 2);
   CHECK(v1.resource.columns[1].name == "Spec");
+  CHECK(v1.custom->deprecation_warning.empty());
   // Without printer columns a version shows its age.
   REQUIRE(kinds[1].custom->columns.size() == 1);
   CHECK(kinds[1].custom->columns[0].json_path == ".metadata.creationTimestamp");
+}
+
+TEST_CASE("a deprecated version warns whoever uses it", "[apiserver][crd]") {
+  json crd = crontabs();
+  crd["spec"]["versions"][0]["deprecated"] = true;
+  apply_definition_defaults(crd);
+  crd["status"] = compute_status(crd, {}, "t");
+  CHECK(kinds_of(crd).at(1).custom->deprecation_warning ==
+        "stable.example.com/v1beta1 CronTab is deprecated");
+  crd["spec"]["versions"][0]["deprecationWarning"] = "use stable.example.com/v1";
+  CHECK(kinds_of(crd).at(1).custom->deprecation_warning == "use stable.example.com/v1");
 }
 
 TEST_CASE("conflicting names are reported and the loser is not served", "[apiserver][crd]") {
