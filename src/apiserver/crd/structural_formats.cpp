@@ -15,22 +15,6 @@ namespace {
 
 using Check = bool (*)(std::string_view);
 
-bool is_digit(char c) {
-  return c >= '0' && c <= '9';
-}
-bool is_hex(char c) {
-  return std::isxdigit(static_cast<unsigned char>(c)) != 0;
-}
-bool all_of(std::string_view s, bool (*pred)(char)) {
-  return std::all_of(s.begin(), s.end(), pred);
-}
-
-int digits(std::string_view s) {
-  int n = 0;
-  for (char c : s) n = n * 10 + (c - '0');
-  return n;
-}
-
 // time.Parse("2006-01-02", s), which also refuses days the month does not have.
 bool is_date(std::string_view s) {
   if (s.size() != 10 || s[4] != '-' || s[7] != '-') return false;

@@ -10,22 +10,6 @@
 namespace vkube::apiserver::crd::detail {
 namespace {
 
-bool is_digit(char c) {
-  return c >= '0' && c <= '9';
-}
-bool is_hex(char c) {
-  return std::isxdigit(static_cast<unsigned char>(c)) != 0;
-}
-bool all_of(std::string_view s, bool (*pred)(char)) {
-  return std::all_of(s.begin(), s.end(), pred);
-}
-
-int digits(std::string_view s) {
-  int n = 0;
-  for (char c : s) n = n * 10 + (c - '0');
-  return n;
-}
-
 // Dotted IPv4; `sloppy` accepts leading zeros as Go before 1.17 (netutils.ParseIPSloppy) did.
 bool parse_ipv4(std::string_view s, bool sloppy) {
   int fields = 0;

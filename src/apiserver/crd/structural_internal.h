@@ -92,6 +92,26 @@ const std::string& pattern_error(const CompiledPattern& p);
 // cannot compile matches everything, so that no resource is refused for our shortcoming.
 bool pattern_matches(const CompiledPattern& p, std::string_view s);
 
+// --- Characters (shared by the format checks) ------------------------------------------------
+
+inline bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+inline bool is_hex(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+inline bool all_of(std::string_view s, bool (*pred)(char)) {
+  for (char c : s)
+    if (!pred(c)) return false;
+  return true;
+}
+// The value of a run of decimal digits (callers check they are digits and few).
+inline int digits(std::string_view s) {
+  int n = 0;
+  for (char c : s) n = n * 10 + (c - '0');
+  return n;
+}
+
 // --- String formats (kube-openapi strfmt) ---------------------------------------------------
 
 // The format a node's values are validated with: `format` when kube supports it for the node's
