@@ -39,6 +39,7 @@ int run_backup(const Args& args);
 int run_restore(const Args& args);
 int run_serve(const Args& args);
 int run_host(const Args& args);
+int run_up(const Args& args);
 
 // Blocks SIGINT/SIGTERM in every thread started after it (call first), and
 // ignores SIGPIPE; wait_for_signal() then blocks until one arrives.

@@ -17,6 +17,7 @@ const std::vector<Command>& commands() {
   static const std::vector<Command> kCommands = {
       {"serve", "Serve one tenant's Kubernetes API", run_serve},
       {"host", "Run an embedded host cluster: API, GPU scheduler, simulated GPU nodes", run_host},
+      {"up", "Start the embedded default: a host with simulated GPU nodes and one tenant", run_up},
       {"version", "Print the vkube version", run_version},
       {"backup", "Copy a store to a backup directory, online", run_backup},
       {"restore", "Restore a store from a backup directory", run_restore},

@@ -1,0 +1,191 @@
+// vkube up: the embedded default on one machine. Starts `vkube host` (the
+// host cluster with simulated GPU nodes) and one tenant (`vkube serve` synced
+// to that host) as two processes of this binary, each with its state under
+// one directory, prints both kubeconfigs and what to try next, and stops
+// both on Ctrl-C. Run again with the same --data-dir, it resumes the same
+// clusters.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "command.h"
+#include "vkube/common/log.h"
+
+namespace vkube::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One child process with stdout and stderr in files.
+struct Child {
+  std::string out_path;
+  pid_t pid = -1;
+
+  Status start(const std::vector<std::string>& argv, const std::string& log_path) {
+    out_path = log_path + ".out";
+    std::fflush(stdout);
+    std::fflush(stderr);
+    pid = fork();
+    if (pid < 0) return Status::internal("fork: " + std::string(std::strerror(errno)));
+    if (pid == 0) {
+      int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      int err = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      if (out >= 0) dup2(out, STDOUT_FILENO);
+      if (err >= 0) dup2(err, STDERR_FILENO);
+      std::vector<char*> args;
+      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      execv("/proc/self/exe", args.data());
+      _exit(127);
+    }
+    return Status::ok();
+  }
+
+  // The URL from the child's "vkube is serving URL" line, once it is there.
+  std::string serving_url() const {
+    std::ifstream in(out_path);
+    std::string line;
+    const std::string mark = "vkube is serving ";
+    while (std::getline(in, line))
+      if (line.starts_with(mark)) return line.substr(mark.size());
+    return "";
+  }
+
+  // True while the child runs; reaps it once it has ended.
+  bool running() {
+    if (pid <= 0) return false;
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      pid = -1;
+      return false;
+    }
+    return true;
+  }
+
+  void stop() {
+    if (pid <= 0) return;
+    kill(pid, SIGTERM);
+    for (int i = 0; i < 300 && running(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (running()) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+      pid = -1;
+    }
+  }
+};
+
+// Waits until `c` says it serves; "" when it ended or `timeout` passed.
+std::string wait_serving(Child& c, std::chrono::seconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  while (Clock::now() < deadline && c.running()) {
+    if (std::string url = c.serving_url(); !url.empty()) return url;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return "";
+}
+
+// SIGINT or SIGTERM within `wait`; the signals are blocked (block_signals).
+bool signalled(std::chrono::milliseconds wait) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  timespec ts{static_cast<time_t>(wait.count() / 1000),
+              static_cast<long>(wait.count() % 1000) * 1000000};
+  return sigtimedwait(&set, nullptr, &ts) > 0;
+}
+
+}  // namespace
+
+int run_up(const Args& args) {
+  FlagSet flags("up",
+                "Start the embedded default: a host cluster with simulated GPU nodes and one "
+                "tenant synced to it");
+  auto& dir =
+      flags.add_string("data-dir", "vkube-data", "directory holding all state (host/, tenants/)");
+  auto& host_listen = flags.add_string("host-listen", "127.0.0.1:6443", "the host's API address");
+  auto& tenant = flags.add_string("tenant", "dev", "the tenant's name");
+  auto& tenant_listen =
+      flags.add_string("tenant-listen", "127.0.0.1:6444", "the tenant's API address");
+  auto& nodes = flags.add_int("nodes", 4, "simulated GPU nodes of the host (8 GPUs each)");
+  LogFlags log_flags = add_log_flags(flags);
+  if (int rc = parse_or_exit(flags, log_flags, args); rc >= 0) return rc;
+  block_signals();
+
+  const std::string host_dir = dir + "/host";
+  const std::string tenant_dir = dir + "/tenants/" + tenant;
+  const std::string logs = dir + "/logs";
+  for (const std::string& d : {dir, dir + "/tenants", logs})
+    if (::mkdir(d.c_str(), 0755) != 0 && errno != EEXIST)
+      return fail("cannot create " + d + ": " + std::strerror(errno));
+
+  Child host, member;
+  std::vector<std::string> host_argv = {
+      "vkube",     "host",        "--data-dir",     host_dir,       "--listen",
+      host_listen, "--log-level", *log_flags.level, "--log-format", *log_flags.format};
+  if (flags.was_set("nodes")) {
+    host_argv.push_back("--nodes");
+    host_argv.push_back(std::to_string(nodes));
+  }
+  if (Status s = host.start(host_argv, logs + "/host.log"); !s.is_ok()) return fail(s.message());
+  const std::string host_url = wait_serving(host, std::chrono::seconds(60));
+  if (host_url.empty()) {
+    host.stop();
+    return fail("the host did not start; see " + logs + "/host.log");
+  }
+  Status started =
+      member.start({"vkube", "serve", "--data-dir", tenant_dir, "--listen", tenant_listen, "--name",
+                    tenant, "--host-kubeconfig", host_dir + "/admin.kubeconfig", "--log-level",
+                    *log_flags.level, "--log-format", *log_flags.format},
+                   logs + "/tenant-" + tenant + ".log");
+  const std::string tenant_url =
+      started.is_ok() ? wait_serving(member, std::chrono::seconds(60)) : "";
+  if (tenant_url.empty()) {
+    member.stop();
+    host.stop();
+    return fail("the tenant did not start; see " + logs + "/tenant-" + tenant + ".log");
+  }
+
+  const std::string tenant_kc = tenant_dir + "/admin.kubeconfig";
+  std::printf(
+      "vkube is up (state in %s, logs in %s)\n"
+      "  host    %s  export KUBECONFIG=%s/admin.kubeconfig\n"
+      "  tenant  %s  %s  export KUBECONFIG=%s\n"
+      "Try, as the tenant:\n"
+      "  export KUBECONFIG=%s\n"
+      "  kubectl run hello --image=nginx --restart=Never && kubectl get pods -o wide\n"
+      "Ctrl-C stops both; `vkube up --data-dir %s` again resumes them.\n",
+      dir.c_str(), logs.c_str(), host_url.c_str(), host_dir.c_str(), tenant.c_str(),
+      tenant_url.c_str(), tenant_kc.c_str(), tenant_kc.c_str(), dir.c_str());
+  std::fflush(stdout);
+
+  int rc = 0;
+  while (!signalled(std::chrono::milliseconds(200))) {
+    if (!host.running() || !member.running()) {
+      VKUBE_LOG(error, "a vkube process ended; stopping the other",
+                {"host_running", host.running()}, {"tenant_running", member.running()});
+      rc = 1;
+      break;
+    }
+  }
+  // The tenant first, so its syncer does not see its host go away.
+  member.stop();
+  host.stop();
+  std::printf("vkube stopped\n");
+  return rc;
+}
+
+}  // namespace vkube::cli
