@@ -101,41 +101,6 @@ json custom_table_cells(const Kind& k, const json& obj, int64_t now) {
   return cells;
 }
 
-json custom_to_scale(const Kind& k, const json& obj) {
-  const json& meta = obj["metadata"];
-  json scale_meta = {{"name", meta.value("name", "")},
-                     {"uid", meta.value("uid", "")},
-                     {"resourceVersion", meta.value("resourceVersion", "")},
-                     {"creationTimestamp", meta.value("creationTimestamp", "")}};
-  if (meta.contains("namespace")) scale_meta["namespace"] = meta["namespace"];
-  auto read_int = [&](const std::string& path) -> int64_t {
-    const json* v = path.empty() ? nullptr : crd::find_field(obj, path);
-    return v != nullptr && v->is_number_integer() ? v->get<int64_t>() : 0;
-  };
-  json s = {{"kind", "Scale"},
-            {"apiVersion", "autoscaling/v1"},
-            {"metadata", scale_meta},
-            {"spec", {{"replicas", read_int(k.custom->spec_replicas_path)}}},
-            {"status", {{"replicas", read_int(k.custom->status_replicas_path)}}}};
-  if (!k.custom->label_selector_path.empty())
-    if (const json* sel = crd::find_field(obj, k.custom->label_selector_path);
-        sel && sel->is_string())
-      s["status"]["selector"] = *sel;
-  return s;
-}
-
-Status custom_apply_scale(const Kind& k, const json& scale, json& obj) {
-  if (!scale.is_object() || !scale.contains("spec") || !scale["spec"].is_object())
-    return Status::bad_request("the body must be an autoscaling/v1 Scale with spec.replicas");
-  json replicas = scale["spec"].value("replicas", json(0));
-  if (!replicas.is_number_integer()) return Status::bad_request("spec.replicas must be an integer");
-  if (replicas.get<int64_t>() < 0)
-    return Status::invalid("spec.replicas: Invalid value: " + replicas.dump() +
-                           ": must be greater than or equal to 0");
-  crd::set_field(obj, k.custom->spec_replicas_path, replicas);
-  return Status::ok();
-}
-
 namespace {
 
 constexpr std::string_view kCrdPrefix = "/registry/apiextensions.k8s.io/customresourcedefinitions/";

@@ -1,8 +1,8 @@
 // The strategy of kinds served from CustomResourceDefinitions, and of the
 // CRDs themselves, beside the built-in kinds' (builtin/kinds.h): defaults
 // and validation from the CRD's structural schema and rules, pruning of
-// unknown fields, the stored version, Table rows from printer columns and
-// the scale subresource from the CRD's paths.
+// unknown fields, the stored version and Table rows from printer columns.
+// (The scale subresource reads the CRD's paths in scale.cpp.)
 #pragma once
 
 #include <optional>
@@ -34,10 +34,6 @@ std::optional<ApiError> admit_custom_create(const Kind& k);
 
 // Table cells of a custom resource: one per printer column, after the name.
 json custom_table_cells(const Kind& k, const json& obj, int64_t now);
-// The autoscaling/v1 Scale of a custom resource from the CRD's paths, and
-// a Scale's replicas applied to it.
-json custom_to_scale(const Kind& k, const json& obj);
-Status custom_apply_scale(const Kind& k, const json& scale, json& obj);
 
 // Brings the served kinds and the stored status of the CRD `name` up to date
 // after it was written (or deleted): accepted names, conditions, and the

@@ -94,6 +94,7 @@
 #include <boost/beast/ssl.hpp>
 #include <nlohmann/json.hpp>
 
+#include "children.h"
 #include "vkube/schema/protobuf.h"
 
 extern char** environ;
@@ -450,22 +451,9 @@ rlim_t raise_nofile() {
 // Child processes. Every pid is also kept in a table so that a Ctrl-C of the
 // benchmark stops the servers too (see main).
 
-constexpr int kMaxChildren = 8;
-std::atomic<pid_t> g_children[kMaxChildren];
-
-void track_child(pid_t pid) {
-  for (auto& slot : g_children) {
-    pid_t empty = 0;
-    if (slot.compare_exchange_strong(empty, pid)) return;
-  }
-}
-
-void untrack_child(pid_t pid) {
-  for (auto& slot : g_children) {
-    pid_t expected = pid;
-    slot.compare_exchange_strong(expected, 0);
-  }
-}
+using vkube::bench::g_children;
+using vkube::bench::track_child;
+using vkube::bench::untrack_child;
 
 class Child {
  public:

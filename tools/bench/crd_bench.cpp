@@ -61,6 +61,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 
+#include "children.h"
 #include "vkube/hostclient/client.h"
 
 extern char** environ;
@@ -120,21 +121,9 @@ std::string tail(const std::string& text, size_t n = 1500) {
 // Child processes. Every running child is in g_children, so that SIGINT and
 // SIGTERM stop them too.
 
-std::atomic<pid_t> g_children[8];
-
-void track(pid_t pid) {
-  for (auto& slot : g_children) {
-    pid_t none = 0;
-    if (slot.compare_exchange_strong(none, pid)) return;
-  }
-}
-
-void untrack(pid_t pid) {
-  for (auto& slot : g_children) {
-    pid_t p = pid;
-    slot.compare_exchange_strong(p, 0);
-  }
-}
+using vkube::bench::g_children;
+using vkube::bench::track_child;
+using vkube::bench::untrack_child;
 
 extern "C" void on_signal(int sig) {
   for (auto& slot : g_children) {
@@ -155,7 +144,7 @@ pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>
   std::fflush(stderr);
   const pid_t pid = fork();
   if (pid != 0) {
-    if (pid > 0) track(pid);
+    if (pid > 0) track_child(pid);
     return pid;
   }
   const int o = open(out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -193,7 +182,7 @@ struct Proc {
       if (read_file(out).find("vkube is serving ") != std::string::npos) return true;
       int status = 0;
       if (waitpid(pid, &status, WNOHANG) == pid) {
-        untrack(pid);
+        untrack_child(pid);
         pid = -1;
         return false;
       }
@@ -206,7 +195,7 @@ struct Proc {
     kill(pid, SIGTERM);
     int status = 0;
     waitpid(pid, &status, 0);
-    untrack(pid);
+    untrack_child(pid);
     pid = -1;
   }
   ~Proc() { stop(); }
@@ -219,7 +208,7 @@ int run_child(const std::vector<std::string>& argv, const std::vector<std::strin
   if (pid < 0) throw BenchError("fork failed");
   int status = 0;
   waitpid(pid, &status, 0);
-  untrack(pid);
+  untrack_child(pid);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
