@@ -3,6 +3,7 @@
 // scheduler and simulated GPU nodes that run no containers.
 #include <chrono>
 #include <cstdio>
+#include <memory>
 
 #include "command.h"
 #include "tenant.h"
@@ -112,6 +113,10 @@ int run_host(const Args& args) {
                        "pods naming one of these are scheduled");
   bool& durable =
       flags.add_bool("durable", true, "sync every write to disk (false: faster, for benchmarks)");
+  std::string& local_images = flags.add_string(
+      "local-images", "vkube",
+      "image repositories whose pods run as local processes of this binary (how `vkube create` "
+      "runs tenants here), comma-separated; empty: none");
   int64_t& heartbeat =
       flags.add_int("heartbeat-seconds", 10, "how often each node renews its Lease");
   NodeFlags nf{
@@ -161,15 +166,20 @@ int run_host(const Args& args) {
   nodesim::Options no;
   no.nodes = std::move(specs).value();
   no.heartbeat = std::chrono::seconds(heartbeat);
+  no.local_images = split_list(local_images);
+  no.local_state_dir = data_dir;
+  no.ca_file = data_dir + "/pki/ca.crt";
+  auto url = std::make_shared<std::string>();
+  no.api_url = [url] { return *url; };
   const size_t node_count = no.nodes.size();
-  o.components.push_back({"scheduler",
+  o.components.push_back({"scheduler", nullptr,
                           [&](apiserver::ApiServer& api, controllers::Informers& inf) {
                             sched = scheduler::Scheduler::create(api, inf, so);
                             scheduler::Scheduler* s = sched.get();
                             api.add_metrics_source([s] { return s->metrics(); });
                           },
                           [&] { return sched->start(); }, [&] { sched->stop(); }});
-  o.components.push_back({"simulated-nodes",
+  o.components.push_back({"simulated-nodes", [url](const std::string& u) { *url = u; },
                           [&](apiserver::ApiServer& api, controllers::Informers& inf) {
                             sim = nodesim::Simulator::create(api, inf, std::move(no));
                           },

@@ -40,6 +40,10 @@ int run_restore(const Args& args);
 int run_serve(const Args& args);
 int run_host(const Args& args);
 int run_up(const Args& args);
+int run_create(const Args& args);
+int run_list(const Args& args);
+int run_delete(const Args& args);
+int run_connect(const Args& args);
 
 // Blocks SIGINT/SIGTERM in every thread started after it (call first), and
 // ignores SIGPIPE; wait_for_signal() then blocks until one arrives.

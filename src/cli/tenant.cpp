@@ -165,6 +165,8 @@ class TenantImpl final : public Tenant {
     mo.root_ca_pem = bundle->ca.cert_pem;
     components_ = o.components;
     for (const Component& c : components_)
+      if (c.serving) c.serving(url());
+    for (const Component& c : components_)
       if (c.attach) mo.attach.push_back([this, &c](controllers::Informers& inf) { c.attach(*api_, inf); });
     auto manager = controllers::ControllerManager::start(*api_, *cache_, mo);
     if (!manager.is_ok()) return manager.status();

@@ -26,6 +26,8 @@ namespace vkube::cli {
 // before the controllers and the store stop.
 struct Component {
   std::string name;
+  // Told the tenant's URL once it serves, before attach (may be empty).
+  std::function<void(const std::string& url)> serving;
   std::function<void(apiserver::ApiServer&, controllers::Informers&)> attach;
   std::function<Status()> start;
   std::function<void()> stop;

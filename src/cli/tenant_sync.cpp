@@ -2,13 +2,17 @@
 
 #include <unistd.h>
 
+#include <condition_variable>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <mutex>
+#include <thread>
 
 #include "command.h"
 #include "vkube/apiserver/apiserver.h"
+#include "vkube/common/base64.h"
 #include "vkube/common/log.h"
 #include "vkube/dns/dns.h"
 #include "vkube/gpu/quota.h"
@@ -54,14 +58,55 @@ SyncFlags add_sync_flags(FlagSet& f) {
       "api-advertise", "",
       "HOST:PORT where host pods reach this tenant's API (their KUBERNETES_SERVICE_HOST/PORT and "
       "mounted service account credentials); default: $POD_IP:443 in a pod, else none");
+  s.kubeconfig_secret = &f.add_string(
+      "kubeconfig-secret", "",
+      "write the admin kubeconfig to this Secret (key \"config\") in the host namespace, for "
+      "`vkube create` and `vkube connect`; empty: none");
+  s.kubeconfig_server =
+      &f.add_string("kubeconfig-server", "",
+                    "the server URL in that Secret's kubeconfig (default: this tenant's own URL)");
   return s;
+}
+
+std::string with_server(const std::string& kubeconfig, const std::string& server) {
+  std::string out;
+  out.reserve(kubeconfig.size() + server.size());
+  size_t i = 0;
+  while (i < kubeconfig.size()) {
+    size_t end = kubeconfig.find('\n', i);
+    if (end == std::string::npos) end = kubeconfig.size();
+    std::string_view line(kubeconfig.data() + i, end - i);
+    size_t indent = line.find_first_not_of(' ');
+    if (indent != std::string_view::npos && line.substr(indent).rfind("server:", 0) == 0)
+      out += std::string(indent, ' ') + "server: " + json(server).dump();
+    else
+      out += line;
+    if (end < kubeconfig.size()) out += '\n';
+    i = end + 1;
+  }
+  return out;
 }
 
 namespace {
 
+constexpr const char* kAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+// Where the pod's service account is mounted: kube's path, or the folder
+// `vkube host`'s node agent gives a pod it runs as a local process
+// (src/nodesim/local_pods.h).
+std::string account_dir() {
+  const char* local = std::getenv("VKUBE_SERVICE_ACCOUNT_DIR");
+  return local != nullptr && *local != '\0' ? local : kAccountDir;
+}
+
 bool in_pod() {
   return std::getenv("KUBERNETES_SERVICE_HOST") != nullptr &&
-         access("/var/run/secrets/kubernetes.io/serviceaccount/token", R_OK) == 0;
+         access((account_dir() + "/token").c_str(), R_OK) == 0;
+}
+
+// In a pod of a real node, not one `vkube host` runs locally.
+bool in_real_pod() {
+  return in_pod() && account_dir() == kAccountDir;
 }
 
 Result<gpu::HostGpuPolicy> policy_of(const SyncFlags& f) {
@@ -97,6 +142,71 @@ Result<gpu::HostGpuPolicy> policy_of(const SyncFlags& f) {
   return p;
 }
 
+// Writes the tenant's admin kubeconfig into a Secret of its host namespace
+// once it serves (retrying in the background while the host cannot be
+// reached), where `vkube create` and `vkube connect` read it.
+Component kubeconfig_secret(std::unique_ptr<hostclient::Client> client, const std::string& ns,
+                            const std::string& tenant, const std::string& name,
+                            const std::string& server, const std::string& kubeconfig_path) {
+  struct State {
+    std::unique_ptr<hostclient::Client> client;
+    std::thread thread;
+    std::mutex mu;
+    std::condition_variable cv;
+    bool stopping = false;
+    std::string url;
+  };
+  auto st = std::make_shared<State>();
+  st->client = std::move(client);
+  auto write = [st, ns, tenant, name, server, kubeconfig_path]() -> Status {
+    std::ifstream in(kubeconfig_path);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (text.empty()) return Status::unavailable("cannot read " + kubeconfig_path);
+    text = with_server(text, server.empty() ? st->url : server);
+    json secret = {
+        {"apiVersion", "v1"},
+        {"kind", "Secret"},
+        {"metadata",
+         {{"name", name},
+          {"namespace", ns},
+          {"labels", {{"app.kubernetes.io/managed-by", "vkube"}, {"vkube.io/tenant", tenant}}}}},
+        {"type", "Opaque"},
+        {"data", {{"config", base64_encode(text)}}}};
+    const std::string path = "/api/v1/namespaces/" + ns + "/secrets";
+    auto r = st->client->call("PUT", path + "/" + name, secret);
+    if (r.code == 404) r = st->client->call("POST", path, secret);
+    if (!r.ok()) return Status::unavailable("secret " + ns + "/" + name + ": " + r.message());
+    VKUBE_LOG(info, "kubeconfig written to the host", {"secret", ns + "/" + name});
+    return Status::ok();
+  };
+  Component c;
+  c.name = "kubeconfig-secret";
+  c.serving = [st](const std::string& url) { st->url = url; };
+  c.start = [st, write] {
+    st->thread = std::thread([st, write] {
+      for (auto delay = std::chrono::milliseconds(200);;
+           delay = std::min(delay * 2, std::chrono::milliseconds(5000))) {
+        Status s = write();
+        if (s.is_ok()) return;
+        VKUBE_LOG(warn, "kubeconfig secret not written yet", {"error", s.message()});
+        std::unique_lock lock(st->mu);
+        if (st->cv.wait_for(lock, delay, [&] { return st->stopping; })) return;
+      }
+    });
+    return Status::ok();
+  };
+  c.stop = [st] {
+    {
+      std::lock_guard lock(st->mu);
+      st->stopping = true;
+    }
+    st->cv.notify_all();
+    st->client->stop();
+    if (st->thread.joinable()) st->thread.join();
+  };
+  return c;
+}
+
 }  // namespace
 
 Result<std::vector<Component>> sync_components(const SyncFlags& f, const std::string& tenant,
@@ -108,7 +218,7 @@ Result<std::vector<Component>> sync_components(const SyncFlags& f, const std::st
   if (f.host_kubeconfig->empty() && !pod) return out;
 
   auto config = f.host_kubeconfig->empty()
-                    ? hostclient::in_cluster()
+                    ? hostclient::in_cluster(account_dir())
                     : hostclient::from_kubeconfig(*f.host_kubeconfig, *f.host_context);
   if (!config.is_ok()) return config.status();
   syncer::SyncerOptions so;
@@ -117,6 +227,9 @@ Result<std::vector<Component>> sync_components(const SyncFlags& f, const std::st
   if (so.host_namespace.empty())
     so.host_namespace = pod && f.host_kubeconfig->empty() ? config->ns : "vkube-" + tenant;
   if (so.host_namespace.empty()) so.host_namespace = "vkube-" + tenant;
+  // In its own namespace (a pod), the syncer neither creates nor needs to read it.
+  if (pod && f.host_kubeconfig->empty() && so.host_namespace == config->ns)
+    so.create_namespace = false;
   auto policy = policy_of(f);
   if (!policy.is_ok()) return policy.status();
   so.gpu = std::move(policy).value();
@@ -132,7 +245,9 @@ Result<std::vector<Component>> sync_components(const SyncFlags& f, const std::st
   }
 
   std::string dns_listen = *f.dns_listen;
-  if (dns_listen.empty() && pod) dns_listen = "0.0.0.0:53";
+  // A local pod of `vkube host` has no DNS by default: the simulated pods it
+  // would answer run no containers, and port 53 needs privileges here.
+  if (dns_listen.empty() && in_real_pod()) dns_listen = "0.0.0.0:53";
   if (!dns_listen.empty()) {
     std::string ip = *f.dns_ip;
     if (ip.empty() && std::getenv("POD_IP")) ip = std::getenv("POD_IP");
@@ -146,7 +261,7 @@ Result<std::vector<Component>> sync_components(const SyncFlags& f, const std::st
     dopt.cluster_domain = *f.cluster_domain;
     std::shared_ptr<dns::Server> server = dns::Server::create(dopt);
     out.push_back(Component{
-        "dns",
+        "dns", nullptr,
         [server](apiserver::ApiServer&, controllers::Informers& inf) { server->attach(inf); },
         [server, dns_listen] {
           Status s = server->start();
@@ -172,6 +287,13 @@ Result<std::vector<Component>> sync_components(const SyncFlags& f, const std::st
     }
   }
 
+  if (!f.kubeconfig_secret->empty()) {
+    auto writer = hostclient::Client::create(*config);
+    if (!writer.is_ok()) return writer.status();
+    out.push_back(kubeconfig_secret(std::move(writer).value(), so.host_namespace, tenant,
+                                    *f.kubeconfig_secret, *f.kubeconfig_server,
+                                    data_dir + "/admin.kubeconfig"));
+  }
   auto client = hostclient::Client::create(std::move(config).value());
   if (!client.is_ok()) return client.status();
   VKUBE_LOG(info, "syncer: host configured", {"server", (*client)->config().server},
@@ -181,7 +303,7 @@ Result<std::vector<Component>> sync_components(const SyncFlags& f, const std::st
   auto host = std::make_shared<std::unique_ptr<hostclient::Client>>(std::move(client).value());
   const std::string ca_path = data_dir + "/pki/ca.crt";
   out.push_back(Component{
-      "syncer",
+      "syncer", nullptr,
       [sync, host, so, ca_path](apiserver::ApiServer& api, controllers::Informers& inf) {
         syncer::SyncerOptions o = so;
         std::ifstream in(ca_path);

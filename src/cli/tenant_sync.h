@@ -25,7 +25,12 @@ struct SyncFlags {
   std::string* dns_ip;
   std::string* cluster_domain;
   std::string* api_advertise;
+  std::string* kubeconfig_secret;
+  std::string* kubeconfig_server;
 };
+
+// `kubeconfig` (a kubeconfig's text) with every cluster's server set to `server`.
+std::string with_server(const std::string& kubeconfig, const std::string& server);
 
 SyncFlags add_sync_flags(FlagSet& flags);
 

@@ -72,8 +72,12 @@ std::string key_of(const json& obj) {
 }  // namespace
 
 Agent::Agent(Client& client, const controllers::Lister& pods,
-             const std::vector<gpu::NodeSpec>& nodes, std::function<TimePoint()> now)
+             const std::vector<gpu::NodeSpec>& nodes, std::function<TimePoint()> now,
+             LocalOptions local)
     : client_(client), pods_(pods), nodes_(nodes), now_(std::move(now)) {
+  if (!local.images.empty())
+    local_ = std::make_unique<LocalPods>(client, std::move(local),
+                                         [this](const std::string& key) { queue_.add(key); });
   index_.reserve(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) index_.emplace(nodes[i].name, static_cast<int>(i));
 }
@@ -106,12 +110,13 @@ void Agent::start(int workers) {
   for (const controllers::ObjectPtr& p : pods_.list()) {
     int node = node_index(str(at(*p, "spec", "nodeName")));
     if (node < 0 || str(at(*p, "status", "phase")) != "Running") continue;
-    auto ip = PodIps::parse(str(at(*p, "status", "podIP")));
+    auto ip = range_ip(node, str(at(*p, "status", "podIP")));
     if (!ip || !ips_->mark(node, *ip)) continue;
     Tracked t;
     t.uid = str(at(*p, "metadata", "uid"));
     t.node = node;
     t.ip = *ip;
+    t.local = local_ && local_->runs(*p);
     save(key_of(*p), t);
   }
   for (int i = 0; i < std::max(workers, 1); ++i) workers_.emplace_back([this] { work(); });
@@ -121,6 +126,18 @@ void Agent::stop() {
   queue_.shutdown();
   for (auto& w : workers_) w.join();
   workers_.clear();
+  // Local processes end with the node (the workers are gone, so their exits
+  // are not taken for crashes).
+  if (local_) local_->stop_all(std::chrono::seconds(5));
+}
+
+std::optional<uint32_t> Agent::range_ip(int node, const std::string& pod_ip) const {
+  auto ip = PodIps::parse(pod_ip);
+  if (!ip || (*ip >> 24) != 127) return ip;
+  const std::string& cidr = nodes_[node].pod_cidr;
+  auto base = PodIps::parse(cidr.substr(0, cidr.find('/')));
+  if (!base) return std::nullopt;
+  return range_address_of(*ip, *base);
 }
 
 void Agent::work() {
@@ -140,6 +157,7 @@ void Agent::work() {
 Status Agent::reconcile(const std::string& key) {
   controllers::ObjectPtr cached = pods_.get(key);
   if (!cached) {
+    if (local_) local_->terminate(key);  // removed without waiting for us (force deletion)
     forget(key);
     return Status::ok();
   }
@@ -219,6 +237,11 @@ Status Agent::start_pod(const std::string& key, const json& pod, Tracked& t) {
       t.ip = *ip;
     }
     a.pod_ip = PodIps::format(t.ip);
+    if (local_ && local_->runs(pod)) {
+      t.local = true;
+      a.pod_ip = PodIps::format(loopback_of(t.ip));
+      return start_local(key, pod, t, a);
+    }
   }
   save(key, t);  // the address stays the pod's even when the write below loses a race
   VKUBE_RETURN_IF_ERROR(write_status(pod, running_status(pod, a, stamp)));
@@ -230,8 +253,12 @@ Status Agent::start_pod(const std::string& key, const json& pod, Tracked& t) {
 
 Status Agent::run_pod(const std::string& key, const json& pod, Tracked& t) {
   if (t.ip == 0) {  // running before this process started: its address is taken
-    if (auto ip = PodIps::parse(str(at(pod, "status", "podIP"))); ip && ips_->mark(t.node, *ip))
+    if (auto ip = range_ip(t.node, str(at(pod, "status", "podIP"))); ip && ips_->mark(t.node, *ip))
       t.ip = *ip;
+  }
+  if (local_ && local_->runs(pod)) {
+    t.local = true;
+    return run_local(key, pod, t);
   }
   auto duration = duration_annotation(pod, kDurationAnnotation);
   if (!duration) {
@@ -268,6 +295,7 @@ Status Agent::run_pod(const std::string& key, const json& pod, Tracked& t) {
 }
 
 Status Agent::stop_pod(const std::string& key, const json& pod, Tracked& t) {
+  if (local_ && (t.local || local_->runs(pod))) return stop_local(key, pod, t);
   const std::string phase = str(at(pod, "status", "phase"));
   if (phase != "Running") {  // nothing runs: gone at once
     VKUBE_RETURN_IF_ERROR(remove(pod));
@@ -298,6 +326,123 @@ Status Agent::stop_pod(const std::string& key, const json& pod, Tracked& t) {
   VKUBE_RETURN_IF_ERROR(write_status(pod, finished_status(pod, code, rfc3339(wall()))));
   VKUBE_RETURN_IF_ERROR(remove(pod));
   forget(key);
+  return Status::ok();
+}
+
+Status Agent::start_local(const std::string& key, const json& pod, Tracked& t, const Addresses& a) {
+  const auto now = Steady::now();
+  const std::string stamp = rfc3339(wall());
+  int code = 0;
+  LocalPods::State st = local_->state(key, &code);
+  if (st == LocalPods::State::kExited) {  // ended before it was ready
+    local_->forget(key);
+    t.backoff = std::min<milliseconds>(
+        std::max<milliseconds>(t.backoff * 2, std::chrono::seconds(1)), std::chrono::seconds(30));
+    t.restart_at = now + t.backoff;
+    t.polls = 0;
+    save(key, t);
+    later(key, t.backoff);
+    return write_status(pod, creating_status(pod, a, stamp,
+                                             "the container exited with code " +
+                                                 std::to_string(code) + " before it was ready"));
+  }
+  if (st == LocalPods::State::kNone) {
+    if (t.restart_at && now < *t.restart_at) {
+      save(key, t);
+      later(key, ceil_ms(*t.restart_at - now));
+      return Status::ok();
+    }
+    Status s = local_->start(key, pod, a.pod_ip);
+    if (!s.is_ok()) {  // as a kubelet whose container cannot be created: wait and retry
+      t.restart_at = now + std::chrono::seconds(2);
+      save(key, t);
+      later(key, std::chrono::seconds(2));
+      return write_status(pod, creating_status(pod, a, stamp, s.message()));
+    }
+    st = LocalPods::State::kStarting;
+  }
+  if (st == LocalPods::State::kStarting) {
+    // Poll the readiness port: quickly at first, then once a second.
+    const bool first = t.polls++ == 0;
+    save(key, t);
+    later(key, t.polls < 250 ? milliseconds(10) : milliseconds(1000));
+    return first ? write_status(pod, creating_status(pod, a, stamp)) : Status::ok();
+  }
+  t.polls = 0;
+  t.backoff = milliseconds(0);
+  save(key, t);
+  VKUBE_RETURN_IF_ERROR(write_status(pod, running_status(pod, a, stamp)));
+  t.running_since = now;
+  save(key, t);
+  return Status::ok();
+}
+
+Status Agent::run_local(const std::string& key, const json& pod, Tracked& t) {
+  const auto now = Steady::now();
+  int code = 0;
+  LocalPods::State st = local_->state(key, &code);
+  if (st == LocalPods::State::kNone) {
+    // Running before this node agent started (the host restarted): the
+    // process is started again, as after a node reboot.
+    if (t.restart_at && now < *t.restart_at) {
+      save(key, t);
+      later(key, ceil_ms(*t.restart_at - now));
+      return Status::ok();
+    }
+    Status s = local_->start(key, pod, str(at(pod, "status", "podIP")));
+    if (!s.is_ok()) {
+      VKUBE_LOG(warn, "simulated kubelet: cannot start a local process", {"pod", key},
+                {"error", s.message()});
+      t.restart_at = now + std::chrono::seconds(2);
+      later(key, std::chrono::seconds(2));
+    }
+    save(key, t);
+    return Status::ok();
+  }
+  if (st != LocalPods::State::kExited) {
+    save(key, t);
+    return Status::ok();
+  }
+  local_->forget(key);
+  const std::string policy = str(at(pod, "spec", "restartPolicy"));
+  const bool restart = policy.empty() || policy == "Always" || (policy == "OnFailure" && code != 0);
+  const std::string stamp = rfc3339(wall());
+  if (!restart) {
+    VKUBE_RETURN_IF_ERROR(write_status(pod, finished_status(pod, code, stamp)));
+    forget(key);
+    return Status::ok();
+  }
+  t.backoff = std::min<milliseconds>(std::max<milliseconds>(t.backoff * 2, std::chrono::seconds(1)),
+                                     std::chrono::seconds(30));
+  t.restart_at = now + t.backoff;
+  save(key, t);
+  later(key, t.backoff);
+  return write_status(pod, restarted_status(pod, code, stamp));
+}
+
+Status Agent::stop_local(const std::string& key, const json& pod, Tracked& t) {
+  const auto now = Steady::now();
+  int code = 0;
+  LocalPods::State st = local_->state(key, &code);
+  if (st == LocalPods::State::kNone || st == LocalPods::State::kExited) {
+    local_->forget(key);
+    if (str(at(pod, "status", "phase")) == "Running")
+      VKUBE_RETURN_IF_ERROR(write_status(pod, finished_status(pod, code, rfc3339(wall()))));
+    VKUBE_RETURN_IF_ERROR(remove(pod));
+    forget(key);
+    return Status::ok();
+  }
+  const json& g = at(pod, "metadata", "deletionGracePeriodSeconds");
+  const milliseconds grace = std::chrono::seconds(g.is_number_integer() ? g.get<int64_t>() : 0);
+  if (!t.deleting_since) {
+    t.deleting_since = now;
+    local_->terminate(key);  // the process's exit queues the pod again
+  }
+  if (now >= *t.deleting_since + grace) {
+    local_->kill(key);
+  }
+  save(key, t);
+  later(key, std::max(milliseconds(100), ceil_ms(*t.deleting_since + grace - now)));
   return Status::ok();
 }
 

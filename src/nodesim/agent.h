@@ -15,7 +15,9 @@
 #include <vector>
 
 #include "client.h"
+#include "local_pods.h"
 #include "pod_ips.h"
+#include "pod_status.h"
 #include "sim_time.h"
 #include "vkube/controllers/informers.h"
 #include "vkube/controllers/work_queue.h"
@@ -25,10 +27,11 @@ namespace vkube::nodesim {
 
 class Agent {
  public:
+  using milliseconds_t = std::chrono::milliseconds;
   // `nodes` and `pods` outlive the agent; `nodes` may still change (their
   // pod CIDRs) until start().
   Agent(Client& client, const controllers::Lister& pods, const std::vector<gpu::NodeSpec>& nodes,
-        std::function<TimePoint()> now);
+        std::function<TimePoint()> now, LocalOptions local = {});
   ~Agent();
 
   // The informers' pod handler: queues pods bound to our nodes. Quick.
@@ -53,6 +56,10 @@ class Agent {
     int node = -1;
     uint32_t ip = 0;  // an address of the node's range it holds; 0: none
     std::optional<Steady::time_point> seen, running_since, deleting_since;
+    bool local = false;                            // runs as a local process (LocalPods)
+    int polls = 0;                                 // readiness checks of the local process so far
+    milliseconds_t backoff{0};                     // before a local process starts again
+    std::optional<Steady::time_point> restart_at;  // ... not before this
   };
 
   int node_index(std::string_view name) const;
@@ -63,6 +70,14 @@ class Agent {
   Status start_pod(const std::string& key, const json& pod, Tracked& t);
   Status run_pod(const std::string& key, const json& pod, Tracked& t);
   Status stop_pod(const std::string& key, const json& pod, Tracked& t);
+  // The local-process side of start_pod and run_pod: starts the process and
+  // waits (re-queued) for its readiness port; restarts it after it exits.
+  Status start_local(const std::string& key, const json& pod, Tracked& t, const Addresses& a);
+  Status run_local(const std::string& key, const json& pod, Tracked& t);
+  Status stop_local(const std::string& key, const json& pod, Tracked& t);
+  // An address of node `node`'s range for a pod's status.podIP (a local
+  // pod's loopback address maps back to its range).
+  std::optional<uint32_t> range_ip(int node, const std::string& pod_ip) const;
   Status write_status(const json& pod, json status);
   Status remove(const json& pod);
 
@@ -81,6 +96,7 @@ class Agent {
   std::function<TimePoint()> now_;
   std::unordered_map<std::string, int> index_;
   std::unique_ptr<PodIps> ips_;
+  std::unique_ptr<LocalPods> local_;
   std::mutex mu_;
   std::unordered_map<std::string, Tracked> tracked_;
   controllers::WorkQueue queue_;

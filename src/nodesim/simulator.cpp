@@ -26,6 +26,16 @@ struct Gate {
   Agent* agent = nullptr;
 };
 
+LocalOptions local_options(const Options& o) {
+  LocalOptions l;
+  l.images = o.local_images;
+  l.binary = o.local_binary;
+  l.state_dir = o.local_state_dir;
+  l.api_url = o.api_url;
+  l.ca_file = o.ca_file;
+  return l;
+}
+
 class SimulatorImpl final : public Simulator {
  public:
   SimulatorImpl(apiserver::ApiServer& api, controllers::Informers& informers, Options options)
@@ -35,7 +45,7 @@ class SimulatorImpl final : public Simulator {
         informers_(informers),
         registrar_{client_, pool_, informers.cache({"core", "nodes"}),
                    informers.cache({"core", "pods"}), options_.now},
-        agent_(client_, registrar_.pods, options_.nodes, options_.now),
+        agent_(client_, registrar_.pods, options_.nodes, options_.now, local_options(options_)),
         gate_(std::make_shared<Gate>()) {
     gate_->agent = &agent_;
     informers.on_event({"core", "pods"}, [gate = gate_](const controllers::ObjectEvent& e) {

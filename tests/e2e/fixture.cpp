@@ -214,4 +214,16 @@ nlohmann::json Cluster::raw_json(const std::string& path) {
   return parse_output(kubectl({"get", "--raw", path}));
 }
 
+Result helm(Cluster& c, std::vector<std::string> args, seconds timeout) {
+  std::vector<std::string> argv = {"/usr/bin/env",
+                                   "HELM_CACHE_HOME=" + c.dir() + "/helm/cache",
+                                   "HELM_CONFIG_HOME=" + c.dir() + "/helm/config",
+                                   "HELM_DATA_HOME=" + c.dir() + "/helm/data",
+                                   std::string(VKUBE_SOURCE_DIR) + "/.tools/bin/helm",
+                                   "--kubeconfig",
+                                   c.kubeconfig()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return c.run(argv, timeout);
+}
+
 }  // namespace vkube::e2e

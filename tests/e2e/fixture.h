@@ -114,6 +114,9 @@ class FailedWith : public Catch::MatcherBase<Result> {
   std::string text_;
 };
 
+// Runs helm 3.17 (.tools/bin/helm) against `c`, with its caches in c's directory.
+Result helm(Cluster& c, std::vector<std::string> args, seconds timeout = seconds(90));
+
 // Calls `condition` every 100 ms until it holds; false if `timeout` passes first.
 bool eventually(const std::function<bool()>& condition, milliseconds timeout = seconds(10));
 

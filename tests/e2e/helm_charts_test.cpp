@@ -11,23 +11,9 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string helm_path() {
-  return std::string(VKUBE_SOURCE_DIR) + "/.tools/bin/helm";
-}
-
 struct Helm {
   Cluster& c;
-  Result operator()(std::vector<std::string> args) {
-    std::vector<std::string> argv = {"/usr/bin/env",
-                                     "HELM_CACHE_HOME=" + c.dir() + "/helm/cache",
-                                     "HELM_CONFIG_HOME=" + c.dir() + "/helm/config",
-                                     "HELM_DATA_HOME=" + c.dir() + "/helm/data",
-                                     helm_path(),
-                                     "--kubeconfig",
-                                     c.kubeconfig()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return c.run(argv, seconds(90));
-  }
+  Result operator()(std::vector<std::string> args) { return e2e::helm(c, std::move(args)); }
 };
 
 Cluster::Serve tenant_of(const Cluster& host, const std::string& name) {

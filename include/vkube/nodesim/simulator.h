@@ -55,6 +55,15 @@ struct Options {
   std::function<std::chrono::system_clock::time_point()> now;
   // Threads of the node agent (each pod write is one in-process request).
   int workers = 4;
+  // Pods whose container image is one of these repositories (the last path
+  // segment, e.g. "vkube" for "registry/team/vkube:0.1") run as real local
+  // processes of `local_binary` (src/nodesim/local_pods.h says what their
+  // sandbox emulates); empty: none do.
+  std::vector<std::string> local_images;
+  std::string local_binary = "/proc/self/exe";
+  std::string local_state_dir;           // their folders, logs and volumes
+  std::function<std::string()> api_url;  // where they reach this API server
+  std::string ca_file;                   // its CA certificate
 };
 
 class Simulator {

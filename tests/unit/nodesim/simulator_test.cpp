@@ -4,7 +4,10 @@
 // termination time, and a restart with fewer nodes removes the others.
 #include <catch2/catch.hpp>
 
+#include <fstream>
+
 #include "support/control_plane.h"
+#include "support/temp_dir.h"
 #include "vkube/nodesim/simulator.h"
 
 namespace vkube::nodesim {
@@ -266,6 +269,67 @@ TEST_CASE("nodesim: a restart with fewer nodes removes the others", "[nodesim]")
   REQUIRE(ControlPlane::eventually([&] { return ready(c.pod("new-0")); }));
   CHECK(c.pod("new-0")["status"]["podIP"] != ip0);
   CHECK(c.pod("on-0")["status"]["podIP"] == ip0);
+}
+
+}  // namespace
+}  // namespace vkube::nodesim
+
+namespace vkube::nodesim {
+namespace {
+
+// A pod of a local image runs as a real process (here /bin/sh standing in
+// for the vkube binary): a loopback pod IP, its env with the downward API
+// and $(VAR) expansion in args, its mount path mapped to a folder; deleting
+// the pod stops the process.
+TEST_CASE("nodesim: pods of a local image run as local processes", "[nodesim]") {
+  testing::TempDir dir;
+  Options o = small_pool(1);
+  o.local_images = {"tool"};
+  o.local_binary = "/bin/sh";
+  o.local_state_dir = dir.path();
+  o.api_url = [] { return std::string("https://127.0.0.1:6443"); };
+  Cluster c(o);
+  json p = pod("runner", "sim-0");
+  p["spec"]["automountServiceAccountToken"] = false;
+  p["spec"]["terminationGracePeriodSeconds"] = 5;
+  p["spec"]["volumes"] = json::array({{{"name", "data"}, {"emptyDir", json::object()}}});
+  p["spec"]["containers"][0] = {
+      {"name", "main"},
+      {"image", "registry.example:5000/team/tool:1.0"},
+      {"args",
+       json::array({"-c", "echo \"$(GREETING) $(MY_IP)\" '$$(KEPT)' > \"$0\"; exec sleep 60",
+                    "/data/out"})},
+      {"env", json::array({{{"name", "WHO"}, {"value", "world"}},
+                           {{"name", "GREETING"}, {"value", "hello-$(WHO)"}},
+                           {{"name", "MY_IP"},
+                            {"valueFrom", {{"fieldRef", {{"fieldPath", "status.podIP"}}}}}}})},
+      {"volumeMounts", json::array({{{"name", "data"}, {"mountPath", "/data"}}})}};
+  json other = pod("plain", "sim-0");  // busybox: simulated as before
+  c.cp.create(kPods, p);
+  c.cp.create(kPods, other);
+  REQUIRE(
+      ControlPlane::eventually([&] { return ready(c.pod("runner")) && ready(c.pod("plain")); }));
+  const std::string ip = c.pod("runner")["status"]["podIP"];
+  CHECK(ip.rfind("127.", 0) == 0);
+  CHECK(c.pod("plain")["status"]["podIP"].get<std::string>().rfind("127.", 0) != 0);
+
+  // The process wrote through its mount into the pod's folder.
+  const std::string uid = c.pod("runner")["metadata"]["uid"];
+  const std::string out = dir.path() + "/pods/w_runner_" + uid + "/volumes/data/out";
+  std::string text;
+  REQUIRE(ControlPlane::eventually([&] {
+    std::ifstream in(out);
+    std::getline(in, text);
+    return !text.empty();
+  }));
+  CHECK(text == "hello-world " + ip + " $(KEPT)");
+
+  // Deleting the pod terminates the process, then the pod is gone.
+  auto started = std::chrono::steady_clock::now();
+  REQUIRE(c.cp.call("DELETE", kPods + "/runner").code == 200);
+  REQUIRE(ControlPlane::eventually([&] { return c.gone("runner"); }));
+  CHECK(std::chrono::steady_clock::now() - started <
+        4s);  // sh exits on SIGTERM, before the grace ends
 }
 
 }  // namespace

@@ -1,0 +1,52 @@
+// The tenant's host objects, from manifests/vkube-tenant.yaml (the plain YAML
+// rendered from the Helm chart manifests/vkube-tenant, embedded at build
+// time): what `vkube create` applies, so that it and `helm install` of the
+// chart make the same objects.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "vkube/common/status.h"
+
+namespace vkube::cli {
+
+using json = nlohmann::json;
+
+// The release name and namespace the embedded YAML was rendered with.
+inline constexpr std::string_view kManifestRelease = "example";
+inline constexpr std::string_view kManifestNamespace = "vkube-example";
+
+// The embedded YAML, as rendered.
+std::string_view tenant_manifest();
+
+struct TenantSpec {
+  std::string name;   // the tenant (a DNS-1123 label)
+  std::string ns;     // its host namespace: vkube-<name>
+  std::string image;  // empty: the rendered one
+  std::string pod_security = "baseline";
+  std::string gpu_sharing = "milli";
+  std::string gpu_quota;  // as --gpu-quota; empty: none
+};
+
+// kInvalid naming the problem with a tenant's name.
+Status validate_tenant_name(const std::string& name);
+
+// The objects of `yaml` (documents separated by "---"; empty ones skipped)
+// made for `spec`: namespaces, names and labels that carry the rendered
+// release name carry the tenant's (and so its namespace, vkube-<name>); the
+// control plane's arguments carry its settings. kInvalid when the YAML does not parse.
+Result<std::vector<json>> tenant_objects(std::string_view yaml, const TenantSpec& spec);
+
+// The host Namespace of a tenant: labelled with its name, as managed by
+// vkube, and enforcing its Pod Security level.
+json tenant_namespace(const TenantSpec& spec);
+
+// Sets `--flag=value` in a container's args (replacing it, or appending
+// it); an empty value removes it.
+void set_flag(json& args, std::string_view flag, const std::string& value);
+
+}  // namespace vkube::cli

@@ -1,0 +1,528 @@
+// vkube create / list / delete / connect: tenants as objects of a host
+// cluster (a real one through its kubeconfig or the in-cluster account, or
+// `vkube host`). A tenant is a host namespace vkube-<name> holding the
+// objects of manifests/vkube-tenant.yaml: its StatefulSet runs `vkube serve`,
+// which writes its admin kubeconfig into the Secret vkube-kubeconfig there.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include "command.h"
+#include "tenant_sync.h"
+#include "vkube/cli/manifests.h"
+#include "vkube/common/base64.h"
+#include "vkube/gpu/quota.h"
+#include "vkube/gpu/resources.h"
+#include "vkube/hostclient/client.h"
+
+namespace vkube::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using hostclient::Client;
+
+constexpr const char* kSecret = "vkube-kubeconfig";
+constexpr const char* kControlPlane = "vkube.io/component=control-plane";
+
+struct HostFlags {
+  std::string* kubeconfig;
+  std::string* context;
+  std::string* data_dir;
+};
+
+HostFlags add_host_flags(FlagSet& f) {
+  return {&f.add_string("kubeconfig", "",
+                        "the host cluster's kubeconfig (default: $VKUBE_HOST_KUBECONFIG, else "
+                        "DATA-DIR/host/admin.kubeconfig of `vkube up`, else $KUBECONFIG, else "
+                        "the in-cluster account, else ~/.kube/config)"),
+          &f.add_string("context", "", "context in the kubeconfig (default: current)"),
+          &f.add_string("data-dir", "vkube-data", "the state directory of `vkube up`")};
+}
+
+struct Host {
+  std::unique_ptr<Client> client;
+  std::string source;    // where its configuration came from
+  std::string data_dir;  // the `vkube up` directory it belongs to, if any
+};
+
+bool readable(const std::string& path) {
+  return !path.empty() && access(path.c_str(), R_OK) == 0;
+}
+
+Result<Host> connect_host(const HostFlags& f) {
+  Host h;
+  std::string path = *f.kubeconfig;
+  const std::string up = *f.data_dir + "/host/admin.kubeconfig";
+  if (path.empty() && std::getenv("VKUBE_HOST_KUBECONFIG"))
+    path = std::getenv("VKUBE_HOST_KUBECONFIG");
+  if (path.empty() && readable(up)) {
+    path = up;
+    h.data_dir = *f.data_dir;
+  }
+  if (path.empty() && std::getenv("KUBECONFIG")) {
+    path = std::getenv("KUBECONFIG");
+    path = path.substr(0, path.find(':'));
+  }
+  Result<hostclient::Config> config = Status::ok();
+  if (path.empty() && std::getenv("KUBERNETES_SERVICE_HOST")) {
+    config = hostclient::in_cluster();
+    h.source = "the in-cluster service account";
+  } else {
+    if (path.empty() && std::getenv("HOME"))
+      path = std::string(std::getenv("HOME")) + "/.kube/config";
+    if (!readable(path))
+      return Status::invalid(
+          "no host cluster: give --kubeconfig, set KUBECONFIG, or start one with `vkube up`");
+    config = hostclient::from_kubeconfig(path, *f.context);
+    h.source = path;
+  }
+  if (!config.is_ok()) return config.status();
+  hostclient::Options o;
+  o.user_agent = "vkube-cli";
+  o.retry_for = std::chrono::seconds(5);
+  auto client = Client::create(std::move(config).value(), o);
+  if (!client.is_ok()) return client.status();
+  h.client = std::move(client).value();
+  return h;
+}
+
+std::string str_at(const json& v, std::initializer_list<const char*> path) {
+  const json* p = &v;
+  for (const char* k : path) {
+    if (!p->is_object() || !p->contains(k)) return {};
+    p = &(*p)[k];
+  }
+  return p->is_string() ? p->get<std::string>() : std::string();
+}
+
+std::string path_of(const json& obj) {
+  const std::string api = obj.value("apiVersion", "");
+  const std::string kind = obj.value("kind", "");
+  static const std::map<std::string, std::string> kPlural = {
+      {"ServiceAccount", "serviceaccounts"},
+      {"Service", "services"},
+      {"ConfigMap", "configmaps"},
+      {"Secret", "secrets"},
+      {"ResourceQuota", "resourcequotas"},
+      {"LimitRange", "limitranges"},
+      {"StatefulSet", "statefulsets"},
+      {"Role", "roles"},
+      {"RoleBinding", "rolebindings"},
+      {"ClusterRole", "clusterroles"},
+      {"ClusterRoleBinding", "clusterrolebindings"},
+      {"NetworkPolicy", "networkpolicies"},
+      {"PodDisruptionBudget", "poddisruptionbudgets"},
+      {"Namespace", "namespaces"}};
+  auto it = kPlural.find(kind);
+  std::string plural = it == kPlural.end() ? "" : it->second;
+  std::string base = api.find('/') == std::string::npos ? "/api/" + api : "/apis/" + api;
+  std::string ns = str_at(obj, {"metadata", "namespace"});
+  if (!ns.empty()) base += "/namespaces/" + ns;
+  return plural.empty() ? std::string() : base + "/" + plural;
+}
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// The tenant's control-plane pod, or null.
+json control_plane_pod(Client& host, const std::string& ns) {
+  auto r = host.call("GET", "/api/v1/namespaces/" + ns + "/pods?labelSelector=" + kControlPlane);
+  if (!r.ok() || !r.body.contains("items") || r.body["items"].empty()) return nullptr;
+  return r.body["items"][0];
+}
+
+// Where this machine reaches the tenant's API: --server; the pod's own
+// address when `vkube host` runs it locally (loopback); the Service's load
+// balancer; else the in-cluster address the Secret names.
+std::string choose_server(Client& host, const std::string& ns, const std::string& flag,
+                          const std::string& in_secret, std::string* note) {
+  if (!flag.empty()) return flag;
+  json pod = control_plane_pod(host, ns);
+  std::string ip = str_at(pod, {"status", "podIP"});
+  if (ip.rfind("127.", 0) == 0) {
+    int port = 6443;
+    if (pod.is_object())
+      for (const json& c : pod["spec"].value("containers", json::array()))
+        for (const json& p : c.value("ports", json::array()))
+          if (p.value("name", "") == "https" && p.contains("containerPort"))
+            port = p["containerPort"].get<int>();
+    return "https://" + ip + ":" + std::to_string(port);
+  }
+  auto svc = host.call("GET", "/api/v1/namespaces/" + ns + "/services/vkube");
+  if (svc.ok() && svc.body.is_object()) {
+    const json ingress = svc.body["status"]["loadBalancer"].value("ingress", json::array());
+    if (!ingress.empty()) {
+      std::string addr = ingress[0].value("ip", ingress[0].value("hostname", ""));
+      if (!addr.empty()) return "https://" + addr + ":443";
+    }
+  }
+  if (note)
+    *note =
+        "the kubeconfig names the tenant's in-cluster address; from outside the cluster run\n"
+        "  kubectl port-forward -n " +
+        ns +
+        " svc/vkube 8443:443\n"
+        "and use --server https://127.0.0.1:8443";
+  return in_secret;
+}
+
+std::string server_of(const std::string& kubeconfig) {
+  auto at = kubeconfig.find("server:");
+  if (at == std::string::npos) return {};
+  auto end = kubeconfig.find('\n', at);
+  std::string v =
+      kubeconfig.substr(at + 7, end == std::string::npos ? std::string::npos : end - at - 7);
+  v.erase(0, v.find_first_not_of(" \""));
+  while (!v.empty() && (v.back() == '"' || v.back() == ' ' || v.back() == '\r')) v.pop_back();
+  return v;
+}
+
+// The tenant's kubeconfig from its Secret; kNotFound until it is written.
+Result<std::string> read_kubeconfig(Client& host, const std::string& ns) {
+  auto r = host.call("GET", "/api/v1/namespaces/" + ns + "/secrets/" + kSecret);
+  if (r.code == 404) return Status::not_found("the tenant has not written its kubeconfig yet");
+  if (!r.ok()) return Status::unavailable("reading " + ns + "/" + kSecret + ": " + r.message());
+  auto config = base64_decode(str_at(r.body, {"data", "config"}));
+  if (!config || config->empty()) return Status::not_found("the kubeconfig Secret is empty");
+  return *config;
+}
+
+Status write_private(const std::string& path, const std::string& text) {
+  std::error_code ec;
+  fs::path p(path);
+  if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    if (!out) return Status::unavailable("cannot write " + path);
+    out << text;
+  }
+  fs::permissions(tmp, fs::perms::owner_read | fs::perms::owner_write, ec);
+  fs::rename(tmp, path, ec);
+  if (ec) return Status::unavailable("cannot write " + path + ": " + ec.message());
+  return Status::ok();
+}
+
+// Whether the tenant at `kubeconfig_path` answers /readyz.
+bool tenant_ready(const std::string& kubeconfig_path) {
+  auto config = hostclient::from_kubeconfig(kubeconfig_path);
+  if (!config.is_ok()) return false;
+  hostclient::Options o;
+  o.user_agent = "vkube-cli";
+  o.retry_for = std::chrono::milliseconds(0);
+  o.request_timeout = std::chrono::seconds(2);
+  auto client = Client::create(std::move(config).value(), o);
+  if (!client.is_ok()) return false;
+  return (*client)->call("GET", "/readyz").code == 200;
+}
+
+// Why the control plane is not up yet, from its pod's status.
+std::string pod_state(Client& host, const std::string& ns) {
+  json pod = control_plane_pod(host, ns);
+  if (pod.is_null()) return "no control-plane pod yet";
+  std::string s =
+      "pod " + str_at(pod, {"metadata", "name"}) + " " + str_at(pod, {"status", "phase"});
+  for (const json& c : pod["status"].value("containerStatuses", json::array())) {
+    std::string reason = str_at(c, {"state", "waiting", "reason"});
+    std::string message = str_at(c, {"state", "waiting", "message"});
+    if (!reason.empty()) s += ", " + reason;
+    if (!message.empty()) s += ": " + message;
+  }
+  for (const json& c : pod["status"].value("conditions", json::array()))
+    if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False")
+      s += ", unschedulable: " + c.value("message", "");
+  return s;
+}
+
+// Waits for the Secret and for /readyz, writing the kubeconfig to `out`.
+Status await_tenant(Client& host, const std::string& ns, const std::string& server_flag,
+                    const std::string& out, Clock::time_point deadline, std::string* note) {
+  std::string last_server;
+  for (;;) {
+    auto config = read_kubeconfig(host, ns);
+    if (config.is_ok()) {
+      std::string server = choose_server(host, ns, server_flag, server_of(*config), note);
+      if (server != last_server) {
+        VKUBE_RETURN_IF_ERROR(write_private(out, with_server(*config, server)));
+        last_server = server;
+      }
+      if (tenant_ready(out)) return Status::ok();
+    } else if (config.status().code() != Code::kNotFound) {
+      return config.status();
+    }
+    if (Clock::now() >= deadline)
+      return Status::unavailable("the tenant did not answer in time (" + pod_state(host, ns) +
+                                 "); see kubectl -n " + ns + " describe pod");
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+std::string default_out(const Host& h, const std::string& name) {
+  if (!h.data_dir.empty()) return h.data_dir + "/tenants/" + name + "/admin.kubeconfig";
+  return name + ".kubeconfig";
+}
+
+std::string age(const std::string& rfc3339) {
+  std::tm tm{};
+  if (strptime(rfc3339.c_str(), "%Y-%m-%dT%H:%M:%S", &tm) == nullptr) return "<unknown>";
+  int64_t s = static_cast<int64_t>(std::time(nullptr) - timegm(&tm));
+  if (s < 0) s = 0;
+  if (s < 120) return std::to_string(s) + "s";
+  if (s < 3600) return std::to_string(s / 60) + "m";
+  if (s < 86400 * 2) return std::to_string(s / 3600) + "h";
+  return std::to_string(s / 86400) + "d";
+}
+
+// Parses a NAME command's flags into `name`: -1 to go on, else the exit code.
+int parse_named(FlagSet& flags, const LogFlags& log_flags, const Args& args, const char* command,
+                std::string* name) {
+  if (int rc = parse_or_exit(flags, log_flags, args); rc >= 0) return rc;
+  if (flags.positional().size() != 1)
+    return fail(std::string("usage: vkube ") + command + " NAME [flags]");
+  *name = flags.positional()[0];
+  if (Status s = validate_tenant_name(*name); !s.is_ok()) return fail(s.message());
+  return -1;
+}
+
+}  // namespace
+
+int run_create(const Args& args) {
+  FlagSet flags(
+      "create",
+      "Create a tenant on the host cluster: its namespace vkube-NAME with the objects\n"
+      "of manifests/vkube-tenant.yaml (ServiceAccount, syncer Role, quotas, Service,\n"
+      "StatefulSet running `vkube serve`), wait until it answers, and write its kubeconfig.",
+      "NAME");
+  auto log_flags = add_log_flags(flags);
+  HostFlags hf = add_host_flags(flags);
+  std::string& out_flag = flags.add_string(
+      "out", "",
+      "where to write the tenant's kubeconfig (default: DATA-DIR/tenants/NAME/admin.kubeconfig "
+      "on the `vkube up` host, else ./NAME.kubeconfig)");
+  std::string& server =
+      flags.add_string("server", "", "the tenant's URL as seen from here (default: found)");
+  std::string& gpu_quota = flags.add_string(
+      "gpu-quota", "",
+      "the tenant's GPU quota: gpus=N, milli=N, model:<product>=N, comma-separated");
+  std::string& pod_security = flags.add_string(
+      "pod-security", "baseline", "Pod Security level: privileged, baseline or restricted");
+  std::string& sharing = flags.add_string(
+      "gpu-sharing", "milli",
+      "how GPU shares reach the host: milli (vkube host), time-slicing, hami or kai");
+  std::string& image = flags.add_string("image", "", "the vkube image (default: the manifest's)");
+  int64_t& timeout =
+      flags.add_int("timeout-seconds", 120, "how long to wait for the tenant to answer");
+  std::string name;
+  if (int rc = parse_named(flags, log_flags, args, "create", &name); rc >= 0) return rc;
+  if (pod_security != "privileged" && pod_security != "baseline" && pod_security != "restricted")
+    return fail("--pod-security must be privileged, baseline or restricted, got '" + pod_security +
+                "'");
+  if (sharing != "milli" && sharing != "time-slicing" && sharing != "hami" && sharing != "kai")
+    return fail("--gpu-sharing must be milli, time-slicing, hami or kai, got '" + sharing + "'");
+  if (auto q = gpu::parse_gpu_quota(gpu_quota); !q.is_ok())
+    return fail("--gpu-quota: " + q.status().message());
+
+  const auto t0 = Clock::now();
+  auto host = connect_host(hf);
+  if (!host.is_ok()) return fail(host.status().message());
+  Client& c = *host->client;
+  TenantSpec spec{name, "vkube-" + name, image, pod_security, sharing, gpu_quota};
+  auto objects = tenant_objects(tenant_manifest(), spec);
+  if (!objects.is_ok()) return fail(objects.status().message());
+
+  auto ns = c.call("POST", "/api/v1/namespaces", tenant_namespace(spec));
+  if (ns.code == 409)
+    return fail("tenant \"" + name + "\" already exists (namespace " + spec.ns + ")");
+  if (!ns.ok()) return fail("creating namespace " + spec.ns + ": " + ns.message());
+  for (const json& obj : *objects) {
+    std::string path = path_of(obj);
+    if (path.empty()) return fail("manifest: no API path for kind " + obj.value("kind", ""));
+    auto r = c.call("POST", path, obj);
+    if (r.code == 409 && obj.value("kind", "").rfind("Cluster", 0) == 0) {
+      // Left by an earlier tenant of this name: replace it.
+      c.call("DELETE", path + "/" + str_at(obj, {"metadata", "name"}));
+      r = c.call("POST", path, obj);
+    }
+    if (!r.ok())
+      return fail("creating " + obj.value("kind", "") + " " + str_at(obj, {"metadata", "name"}) +
+                  ": " + r.message());
+  }
+  const double applied_ms = ms_since(t0);
+  const std::string out = out_flag.empty() ? default_out(*host, name) : out_flag;
+  std::string note;
+  Status s = await_tenant(c, spec.ns, server, out, t0 + std::chrono::seconds(timeout), &note);
+  if (!s.is_ok()) return fail(s.message());
+  std::printf(
+      "tenant %s is ready in %.0f ms (objects applied in %.0f ms) on %s\n"
+      "  export KUBECONFIG=%s\n  kubectl get namespaces\n",
+      name.c_str(), ms_since(t0), applied_ms, c.config().server.c_str(), out.c_str());
+  if (!note.empty()) std::printf("  note: %s\n", note.c_str());
+  return 0;
+}
+
+int run_connect(const Args& args) {
+  FlagSet flags("connect",
+                "Print a tenant's kubeconfig (from the Secret vkube-kubeconfig of its host\n"
+                "namespace), or write it with --out.",
+                "NAME");
+  auto log_flags = add_log_flags(flags);
+  HostFlags hf = add_host_flags(flags);
+  std::string& out =
+      flags.add_string("out", "", "write the kubeconfig to this file instead of printing it");
+  std::string& server =
+      flags.add_string("server", "", "the tenant's URL as seen from here (default: found)");
+  std::string name;
+  if (int rc = parse_named(flags, log_flags, args, "connect", &name); rc >= 0) return rc;
+  auto host = connect_host(hf);
+  if (!host.is_ok()) return fail(host.status().message());
+  const std::string ns = "vkube-" + name;
+  auto nsr = host->client->call("GET", "/api/v1/namespaces/" + ns);
+  if (nsr.code == 404) return fail("tenant \"" + name + "\" not found (no namespace " + ns + ")");
+  auto config = read_kubeconfig(*host->client, ns);
+  if (!config.is_ok()) return fail(config.status().message());
+  std::string note;
+  std::string text =
+      with_server(*config, choose_server(*host->client, ns, server, server_of(*config), &note));
+  if (out.empty()) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+  } else {
+    if (Status s = write_private(out, text); !s.is_ok()) return fail(s.message());
+    std::printf("export KUBECONFIG=%s\n", out.c_str());
+  }
+  if (!note.empty()) std::fprintf(stderr, "note: %s\n", note.c_str());
+  return 0;
+}
+
+int run_delete(const Args& args) {
+  FlagSet flags("delete",
+                "Delete a tenant: its host namespace (with its pods, volumes and everything\n"
+                "synced there) and its cluster-wide role binding.",
+                "NAME");
+  auto log_flags = add_log_flags(flags);
+  HostFlags hf = add_host_flags(flags);
+  bool& wait = flags.add_bool("wait", true, "wait until the namespace is gone");
+  int64_t& timeout = flags.add_int("timeout-seconds", 120, "how long to wait");
+  std::string name;
+  if (int rc = parse_named(flags, log_flags, args, "delete", &name); rc >= 0) return rc;
+  auto host = connect_host(hf);
+  if (!host.is_ok()) return fail(host.status().message());
+  Client& c = *host->client;
+  const auto t0 = Clock::now();
+  const std::string ns = "vkube-" + name;
+  auto got = c.call("GET", "/api/v1/namespaces/" + ns);
+  if (got.code == 404) return fail("tenant \"" + name + "\" not found (no namespace " + ns + ")");
+  if (!got.ok()) return fail("reading namespace " + ns + ": " + got.message());
+  if (str_at(got.body, {"metadata", "labels", "vkube.io/tenant"}) != name)
+    return fail("namespace " + ns + " is not labelled vkube.io/tenant=" + name +
+                "; not deleting it");
+  auto r = c.call("DELETE", "/api/v1/namespaces/" + ns);
+  if (!r.ok() && r.code != 404) return fail("deleting namespace " + ns + ": " + r.message());
+  for (const char* kind : {"clusterrolebindings", "clusterroles"}) {
+    auto d = c.call(
+        "DELETE", std::string("/apis/rbac.authorization.k8s.io/v1/") + kind + "/vkube-nodes-" + ns);
+    if (!d.ok() && d.code != 404)
+      return fail(std::string("deleting ") + kind + " vkube-nodes-" + ns + ": " + d.message());
+  }
+  if (!host->data_dir.empty()) {
+    std::error_code ec;
+    fs::remove_all(host->data_dir + "/tenants/" + name, ec);
+  }
+  if (wait) {
+    const auto deadline = t0 + std::chrono::seconds(timeout);
+    while (c.call("GET", "/api/v1/namespaces/" + ns).code != 404) {
+      if (Clock::now() >= deadline) return fail("namespace " + ns + " is still terminating");
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  std::printf("tenant %s deleted in %.0f ms\n", name.c_str(), ms_since(t0));
+  return 0;
+}
+
+int run_list(const Args& args) {
+  FlagSet flags("list",
+                "List the tenants on the host cluster (made by `vkube create` or by the Helm\n"
+                "chart), with their state and GPU use.");
+  auto log_flags = add_log_flags(flags);
+  HostFlags hf = add_host_flags(flags);
+  if (int rc = parse_or_exit(flags, log_flags, args); rc >= 0) return rc;
+  auto host = connect_host(hf);
+  if (!host.is_ok()) return fail(host.status().message());
+  Client& c = *host->client;
+  // A tenant is a labelled namespace (vkube create) or a control-plane
+  // StatefulSet (either way, so a Helm release counts too).
+  auto nss = c.call("GET", "/api/v1/namespaces?labelSelector=vkube.io%2Ftenant");
+  if (!nss.ok()) return fail("listing namespaces: " + nss.message());
+  auto sets =
+      c.call("GET",
+             "/apis/apps/v1/"
+             "statefulsets?labelSelector=app.kubernetes.io%2Fname%3Dvkube%2Cvkube.io%2Ftenant");
+  if (!sets.ok()) return fail("listing statefulsets: " + sets.message());
+  auto pods = c.call("GET", "/api/v1/pods?labelSelector=vkube.io%2Ftenant");
+  if (!pods.ok()) return fail("listing pods: " + pods.message());
+  struct Row {
+    std::string name, status = "Pending", created, quota;
+    bool terminating = false;
+    int pods = 0;
+    double gpus = 0;
+    int mig = 0;
+  };
+  std::map<std::string, Row> rows;  // by namespace
+  for (const json& n : nss.body.value("items", json::array())) {
+    Row& row = rows[str_at(n, {"metadata", "name"})];
+    row.name = str_at(n, {"metadata", "labels", "vkube.io/tenant"});
+    row.created = str_at(n, {"metadata", "creationTimestamp"});
+    row.terminating = str_at(n, {"status", "phase"}) == "Terminating";
+  }
+  for (const json& s : sets.body.value("items", json::array())) {
+    Row& row = rows[str_at(s, {"metadata", "namespace"})];
+    if (row.name.empty()) row.name = str_at(s, {"metadata", "labels", "vkube.io/tenant"});
+    if (row.created.empty()) row.created = str_at(s, {"metadata", "creationTimestamp"});
+    for (const json& ctr : s["spec"]["template"]["spec"].value("containers", json::array()))
+      for (const json& a : ctr.value("args", json::array()))
+        if (a.is_string() && a.get<std::string>().rfind("--gpu-quota=", 0) == 0)
+          row.quota = a.get<std::string>().substr(12);
+  }
+  for (const json& p : pods.body.value("items", json::array())) {
+    auto it = rows.find(str_at(p, {"metadata", "namespace"}));
+    if (it == rows.end()) continue;
+    Row& row = it->second;
+    if (str_at(p, {"metadata", "labels", "vkube.io/component"}) == "control-plane") {
+      bool ready = false;
+      for (const json& cond : p["status"].value("conditions", json::array()))
+        if (cond.value("type", "") == "Ready" && cond.value("status", "") == "True") ready = true;
+      row.status = ready ? "Ready" : "Starting";
+      continue;
+    }
+    const std::string phase = str_at(p, {"status", "phase"});
+    if (phase == "Succeeded" || phase == "Failed") continue;
+    ++row.pods;
+    if (auto g = gpu::request_of(p); g.is_ok()) {
+      row.gpus += g->whole + g->milli / 1000.0;
+      for (auto& [profile, n] : g->mig) row.mig += n;
+    }
+  }
+  std::printf("%-20s %-24s %-12s %-6s %-8s %-20s %s\n", "NAME", "NAMESPACE", "STATUS", "PODS",
+              "GPUS", "GPU-QUOTA", "AGE");
+  for (const auto& [ns, row] : rows) {
+    char gpus[32];
+    std::snprintf(gpus, sizeof gpus, "%g", row.gpus);
+    std::string g = gpus;
+    if (row.mig > 0) g += "+" + std::to_string(row.mig) + "mig";
+    std::printf("%-20s %-24s %-12s %-6d %-8s %-20s %s\n", row.name.c_str(), ns.c_str(),
+                row.terminating ? "Terminating" : row.status.c_str(), row.pods, g.c_str(),
+                row.quota.empty() ? "<none>" : row.quota.c_str(), age(row.created).c_str());
+  }
+  return 0;
+}
+
+}  // namespace vkube::cli

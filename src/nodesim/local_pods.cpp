@@ -1,0 +1,507 @@
+#include "local_pods.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "vkube/common/base64.h"
+#include "vkube/common/log.h"
+
+namespace vkube::nodesim {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string str(const json& obj, std::initializer_list<const char*> path) {
+  const json* v = &obj;
+  for (const char* p : path) {
+    if (!v->is_object()) return {};
+    auto it = v->find(p);
+    if (it == v->end()) return {};
+    v = &*it;
+  }
+  return v->is_string() ? v->get<std::string>() : std::string();
+}
+
+const json& field(const json& obj, const char* name) {
+  static const json kNull;
+  if (!obj.is_object()) return kNull;
+  auto it = obj.find(name);
+  return it == obj.end() ? kNull : *it;
+}
+
+// "registry:5000/team/vkube:0.1@sha256:..." -> "vkube".
+std::string repository_name(std::string image) {
+  if (auto at = image.find('@'); at != std::string::npos) image.resize(at);
+  auto slash = image.rfind('/');
+  auto colon = image.rfind(':');
+  if (colon != std::string::npos && (slash == std::string::npos || colon > slash))
+    image.resize(colon);
+  slash = image.rfind('/');
+  return slash == std::string::npos ? image : image.substr(slash + 1);
+}
+
+// "metadata.labels['app']" and the other downward API fields a container's
+// environment may name.
+std::string downward_field(const json& pod, const std::string& path, const std::string& ip) {
+  if (path == "metadata.name") return str(pod, {"metadata", "name"});
+  if (path == "metadata.namespace") return str(pod, {"metadata", "namespace"});
+  if (path == "metadata.uid") return str(pod, {"metadata", "uid"});
+  if (path == "spec.nodeName") return str(pod, {"spec", "nodeName"});
+  if (path == "spec.serviceAccountName") return str(pod, {"spec", "serviceAccountName"});
+  if (path == "status.podIP") return ip;
+  if (path == "status.podIPs") return ip;
+  if (path == "status.hostIP") return str(pod, {"status", "hostIP"});
+  for (const char* map : {"labels", "annotations"}) {
+    std::string prefix = std::string("metadata.") + map + "['";
+    if (path.rfind(prefix, 0) == 0 && path.size() > prefix.size() + 2 &&
+        path.compare(path.size() - 2, 2, "']") == 0)
+      return str(pod, {"metadata", map,
+                       path.substr(prefix.size(), path.size() - prefix.size() - 2).c_str()});
+  }
+  return {};
+}
+
+// A ConfigMap's or Secret's data (Secret values decoded); nullopt when absent.
+std::optional<std::map<std::string, std::string>> read_data(Client& client, const std::string& ns,
+                                                            const char* plural,
+                                                            const std::string& name) {
+  ApiResult r = client.call("GET", "/api/v1/namespaces/" + ns + "/" + plural + "/" + name);
+  if (!r.ok()) return std::nullopt;
+  std::map<std::string, std::string> out;
+  const bool secret = std::string_view(plural) == "secrets";
+  for (auto& [k, v] : field(r.body, "data").items()) {
+    if (!v.is_string()) continue;
+    if (secret) {
+      auto d = base64_decode(v.get<std::string>());
+      if (d) out[k] = *d;
+    } else {
+      out[k] = v.get<std::string>();
+    }
+  }
+  return out;
+}
+
+bool port_open(const std::string& ip, int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  bool ok = inet_pton(AF_INET, ip.c_str(), &a.sin_addr) == 1 &&
+            ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  ::close(fd);
+  return ok;
+}
+
+// The port the readiness probe checks (a number or a container port's name); 0: none.
+int probe_port(const json& container) {
+  const json& probe = field(container, "readinessProbe");
+  for (const char* kind : {"httpGet", "tcpSocket"}) {
+    const json& port = field(field(probe, kind), "port");
+    if (port.is_number_integer()) return port.get<int>();
+    if (!port.is_string()) continue;
+    for (const json& p : field(container, "ports"))
+      if (str(p, {"name"}) == port.get<std::string>() &&
+          field(p, "containerPort").is_number_integer())
+        return field(p, "containerPort").get<int>();
+  }
+  return 0;
+}
+
+Status write_file(const fs::path& path, const std::string& content) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return Status::unavailable("cannot write " + path.string());
+  out << content;
+  return out ? Status::ok() : Status::unavailable("cannot write " + path.string());
+}
+
+}  // namespace
+
+uint32_t loopback_of(uint32_t ip) {
+  return (ip & 0x00FFFFFFu) | 0x7F000000u;
+}
+
+uint32_t range_address_of(uint32_t loopback, uint32_t range_base) {
+  return (loopback & 0x00FFFFFFu) | (range_base & 0xFF000000u);
+}
+
+std::string expand_vars(std::string_view text, const std::map<std::string, std::string>& env) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    if (text[i] != '$' || i + 1 >= text.size()) {
+      out += text[i++];
+      continue;
+    }
+    if (text[i + 1] == '$') {  // $$ is a literal $
+      out += '$';
+      i += 2;
+      continue;
+    }
+    if (text[i + 1] == '(') {
+      auto close = text.find(')', i + 2);
+      if (close != std::string_view::npos) {
+        auto it = env.find(std::string(text.substr(i + 2, close - i - 2)));
+        if (it != env.end()) {
+          out += it->second;
+          i = close + 1;
+          continue;
+        }
+        out.append(text.substr(i, close - i + 1));
+        i = close + 1;
+        continue;
+      }
+    }
+    out += text[i++];
+  }
+  return out;
+}
+
+std::string localize_arg(std::string arg,
+                         const std::vector<std::pair<std::string, std::string>>& mounts,
+                         const std::string& ip) {
+  // A mount path at the start of the argument or of its value (after '=').
+  size_t value = arg.find('=');
+  for (size_t start : {size_t{0}, value == std::string::npos ? std::string::npos : value + 1}) {
+    if (start == std::string::npos) continue;
+    for (const auto& [path, folder] : mounts) {  // longest first
+      if (arg.compare(start, path.size(), path) != 0) continue;
+      size_t end = start + path.size();
+      if (end != arg.size() && arg[end] != '/') continue;
+      arg.replace(start, path.size(), folder);
+      break;
+    }
+  }
+  for (size_t at = arg.find("0.0.0.0:"); at != std::string::npos; at = arg.find("0.0.0.0:", at)) {
+    bool bounded = at == 0 || arg[at - 1] == '=' || arg[at - 1] == ',';
+    if (!bounded) {
+      at += 8;
+      continue;
+    }
+    arg.replace(at, 7, ip);
+    at += ip.size() + 1;
+  }
+  return arg;
+}
+
+LocalPods::LocalPods(Client& client, LocalOptions options,
+                     std::function<void(const std::string&)> wake)
+    : client_(client), o_(std::move(options)), wake_(std::move(wake)) {}
+
+LocalPods::~LocalPods() {
+  stop_all(std::chrono::seconds(5));
+}
+
+bool LocalPods::runs(const json& pod) const {
+  if (o_.images.empty()) return false;
+  for (const json& c : field(field(pod, "spec"), "containers")) {
+    std::string repo = repository_name(str(c, {"image"}));
+    if (std::find(o_.images.begin(), o_.images.end(), repo) != o_.images.end()) return true;
+  }
+  return false;
+}
+
+Status LocalPods::start(const std::string& key, const json& pod, const std::string& ip) {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return Status::unavailable("the node agent is stopping");
+    auto it = procs_.find(key);
+    if (it != procs_.end() && !it->second.exited) return Status::ok();
+  }
+  const json& spec = field(pod, "spec");
+  const json* container = nullptr;
+  for (const json& c : field(spec, "containers")) {
+    std::string repo = repository_name(str(c, {"image"}));
+    if (std::find(o_.images.begin(), o_.images.end(), repo) != o_.images.end()) {
+      container = &c;
+      break;
+    }
+  }
+  if (container == nullptr) return Status::invalid("no container of a local image");
+  const std::string ns = str(pod, {"metadata", "namespace"});
+  const std::string name = str(pod, {"metadata", "name"});
+  const std::string uid = str(pod, {"metadata", "uid"});
+  const std::string cname = str(*container, {"name"});
+  const fs::path dir = fs::path(o_.state_dir) / "pods" / (ns + "_" + name + "_" + uid);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return Status::unavailable("cannot create " + dir.string() + ": " + ec.message());
+
+  // The environment, as the kubelet builds it.
+  std::map<std::string, std::string> env;
+  std::vector<std::string> order;
+  auto set = [&](const std::string& k, std::string v) {
+    if (!env.count(k)) order.push_back(k);
+    env[k] = std::move(v);
+  };
+  set("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+  set("HOSTNAME", name);
+  set("HOME", dir.string());
+  const std::string url = o_.api_url ? o_.api_url() : std::string();
+  {
+    // https://HOST:PORT
+    std::string rest = url.substr(url.find("://") == std::string::npos ? 0 : url.find("://") + 3);
+    auto colon = rest.rfind(':');
+    std::string host = colon == std::string::npos ? rest : rest.substr(0, colon);
+    std::string port = colon == std::string::npos ? "443" : rest.substr(colon + 1);
+    if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+    set("KUBERNETES_SERVICE_HOST", host);
+    set("KUBERNETES_SERVICE_PORT", port);
+    set("KUBERNETES_PORT", "tcp://" + host + ":" + port);
+  }
+  if (field(spec, "automountServiceAccountToken") != false) {
+    std::string sa = str(spec, {"serviceAccountName"});
+    if (sa.empty()) sa = "default";
+    json request = {{"apiVersion", "authentication.k8s.io/v1"},
+                    {"kind", "TokenRequest"},
+                    {"spec",
+                     {{"expirationSeconds", int64_t{365} * 24 * 3600},
+                      {"boundObjectRef",
+                       {{"apiVersion", "v1"}, {"kind", "Pod"}, {"name", name}, {"uid", uid}}}}}};
+    ApiResult r = client_.call(
+        "POST", "/api/v1/namespaces/" + ns + "/serviceaccounts/" + sa + "/token", request);
+    if (!r.ok())
+      return Status::unavailable("service account " + ns + "/" + sa + " token: " + r.body.dump());
+    const fs::path account = dir / "serviceaccount";
+    fs::create_directories(account, ec);
+    std::ifstream ca_in(o_.ca_file, std::ios::binary);
+    std::string ca((std::istreambuf_iterator<char>(ca_in)), std::istreambuf_iterator<char>());
+    VKUBE_RETURN_IF_ERROR(write_file(account / "token", str(r.body, {"status", "token"})));
+    VKUBE_RETURN_IF_ERROR(write_file(account / "ca.crt", ca));
+    VKUBE_RETURN_IF_ERROR(write_file(account / "namespace", ns));
+    set("VKUBE_SERVICE_ACCOUNT_DIR", account.string());
+  }
+  for (const json& from : field(*container, "envFrom")) {
+    const std::string prefix = str(from, {"prefix"});
+    for (const char* kind : {"configMapRef", "secretRef"}) {
+      const json& ref = field(from, kind);
+      if (!ref.is_object()) continue;
+      auto data =
+          read_data(client_, ns, kind[0] == 'c' ? "configmaps" : "secrets", str(ref, {"name"}));
+      if (!data) {
+        if (field(ref, "optional") == true) continue;
+        return Status::not_found(std::string(kind[0] == 'c' ? "configmap" : "secret") + " \"" +
+                                 str(ref, {"name"}) + "\" not found");
+      }
+      for (auto& [k, v] : *data) set(prefix + k, v);
+    }
+  }
+  for (const json& e : field(*container, "env")) {
+    const std::string k = str(e, {"name"});
+    if (k.empty()) continue;
+    if (field(e, "value").is_string()) {
+      set(k, expand_vars(field(e, "value").get<std::string>(), env));
+      continue;
+    }
+    const json& from = field(e, "valueFrom");
+    if (field(from, "fieldRef").is_object()) {
+      set(k, downward_field(pod, str(from, {"fieldRef", "fieldPath"}), ip));
+      continue;
+    }
+    for (const char* kind : {"configMapKeyRef", "secretKeyRef"}) {
+      const json& ref = field(from, kind);
+      if (!ref.is_object()) continue;
+      auto data =
+          read_data(client_, ns, kind[0] == 'c' ? "configmaps" : "secrets", str(ref, {"name"}));
+      auto value =
+          data ? data->find(str(ref, {"key"})) : std::map<std::string, std::string>::iterator{};
+      if (!data || value == data->end()) {
+        if (field(ref, "optional") == true) break;
+        return Status::not_found("couldn't find key " + str(ref, {"key"}) + " in " +
+                                 (kind[0] == 'c' ? "ConfigMap " : "Secret ") + ns + "/" +
+                                 str(ref, {"name"}));
+      }
+      set(k, value->second);
+    }
+  }
+
+  // Volumes and where they are mounted.
+  std::map<std::string, fs::path> volumes;
+  for (const json& v : field(spec, "volumes")) {
+    const std::string vname = str(v, {"name"});
+    if (field(v, "persistentVolumeClaim").is_object())
+      volumes[vname] =
+          fs::path(o_.state_dir) / "volumes" / ns / str(v, {"persistentVolumeClaim", "claimName"});
+    else
+      volumes[vname] = dir / "volumes" / vname;
+  }
+  std::vector<std::pair<std::string, std::string>> mounts;
+  for (const json& m : field(*container, "volumeMounts")) {
+    auto it = volumes.find(str(m, {"name"}));
+    std::string path = str(m, {"mountPath"});
+    if (it == volumes.end() || path.empty()) continue;
+    fs::create_directories(it->second, ec);
+    if (ec)
+      return Status::unavailable("cannot create " + it->second.string() + ": " + ec.message());
+    while (path.size() > 1 && path.back() == '/') path.pop_back();
+    mounts.emplace_back(path, it->second.string());
+  }
+  std::sort(mounts.begin(), mounts.end(),
+            [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+
+  std::vector<std::string> argv = {"vkube"};
+  const json& command = field(*container, "command");
+  if (command.is_array() && !command.empty()) {
+    std::string first = command[0].is_string() ? command[0].get<std::string>() : std::string();
+    if (fs::path(first).filename() != "vkube")
+      return Status::invalid("a local pod runs the vkube binary only, not \"" + first + "\"");
+    for (size_t i = 1; i < command.size(); ++i)
+      if (command[i].is_string()) argv.push_back(command[i].get<std::string>());
+  }
+  for (const json& a : field(*container, "args"))
+    if (a.is_string()) argv.push_back(a.get<std::string>());
+  for (size_t i = 1; i < argv.size(); ++i)
+    argv[i] = localize_arg(expand_vars(argv[i], env), mounts, ip);
+
+  std::vector<std::string> envp;
+  for (const std::string& k : order) envp.push_back(k + "=" + env[k]);
+  std::vector<char*> cargv, cenv;
+  for (auto& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  for (auto& e : envp) cenv.push_back(e.data());
+  cenv.push_back(nullptr);
+  const std::string log_path = (dir / (cname + ".log")).string();
+  int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (log_fd < 0)
+    return Status::unavailable("cannot open " + log_path + ": " + std::strerror(errno));
+  int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  const std::string cwd = dir.string();
+  const char* binary = o_.binary.c_str();
+  const pid_t parent = ::getpid();
+
+  std::unique_lock lock(mu_);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    // The child: only async-signal-safe calls until exec.
+    ::setsid();
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // never outlives the node agent
+    if (::getppid() != parent) ::_exit(127);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::signal(SIGPIPE, SIG_DFL);
+    if (null_fd >= 0) ::dup2(null_fd, 0);
+    ::dup2(log_fd, 1);
+    ::dup2(log_fd, 2);
+    if (::chdir(cwd.c_str()) != 0) ::_exit(127);
+    ::execve(binary, cargv.data(), cenv.data());
+    ::_exit(127);
+  }
+  ::close(log_fd);
+  if (null_fd >= 0) ::close(null_fd);
+  if (pid < 0) return Status::unavailable(std::string("fork: ") + std::strerror(errno));
+  Proc& p = procs_[key];
+  p = Proc{};
+  p.pid = pid;
+  p.ip = ip;
+  p.probe_port = probe_port(*container);
+  ++live_;
+  if (!reaper_.joinable()) reaper_ = std::thread([this] { reap(); });
+  cv_.notify_all();
+  lock.unlock();
+  VKUBE_LOG(info, "simulated kubelet: started a local process", {"pod", key}, {"pid", pid},
+            {"ip", ip}, {"log", log_path});
+  return Status::ok();
+}
+
+LocalPods::State LocalPods::state(const std::string& key, int* exit_code) {
+  std::unique_lock lock(mu_);
+  auto it = procs_.find(key);
+  if (it == procs_.end()) return State::kNone;
+  Proc& p = it->second;
+  if (p.exited) {
+    if (exit_code) *exit_code = p.exit_code;
+    return State::kExited;
+  }
+  if (p.ready || p.probe_port == 0) return State::kReady;
+  std::string ip = p.ip;
+  int port = p.probe_port;
+  lock.unlock();
+  bool open = port_open(ip, port);
+  lock.lock();
+  it = procs_.find(key);
+  if (it == procs_.end()) return State::kNone;
+  if (open) it->second.ready = true;
+  return it->second.exited ? State::kExited : open ? State::kReady : State::kStarting;
+}
+
+void LocalPods::terminate(const std::string& key) {
+  std::lock_guard lock(mu_);
+  auto it = procs_.find(key);
+  if (it != procs_.end() && !it->second.exited) ::kill(-it->second.pid, SIGTERM);
+}
+
+void LocalPods::kill(const std::string& key) {
+  std::lock_guard lock(mu_);
+  auto it = procs_.find(key);
+  if (it != procs_.end() && !it->second.exited) ::kill(-it->second.pid, SIGKILL);
+}
+
+void LocalPods::forget(const std::string& key) {
+  std::lock_guard lock(mu_);
+  auto it = procs_.find(key);
+  if (it != procs_.end() && it->second.exited) procs_.erase(it);
+}
+
+void LocalPods::stop_all(std::chrono::milliseconds grace) {
+  std::unique_lock lock(mu_);
+  stopping_ = true;
+  for (auto& [key, p] : procs_)
+    if (!p.exited) ::kill(-p.pid, SIGTERM);
+  if (!cv_.wait_for(lock, grace, [&] { return live_ == 0; })) {
+    for (auto& [key, p] : procs_)
+      if (!p.exited) ::kill(-p.pid, SIGKILL);
+    cv_.wait_for(lock, std::chrono::seconds(5), [&] { return live_ == 0; });
+  }
+  cv_.notify_all();
+  lock.unlock();
+  if (reaper_.joinable()) reaper_.join();
+}
+
+void LocalPods::reap() {
+  for (;;) {
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return live_ > 0 || stopping_; });
+      if (live_ == 0 && stopping_) return;
+    }
+    int status = 0;
+    pid_t pid = ::waitpid(-1, &status, 0);
+    if (pid < 0) {
+      if (errno == EINTR) continue;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      continue;
+    }
+    std::string woke;
+    {
+      std::lock_guard lock(mu_);
+      for (auto& [key, p] : procs_) {
+        if (p.pid != pid || p.exited) continue;
+        p.exited = true;
+        p.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        --live_;
+        woke = key;
+        VKUBE_LOG(info, "simulated kubelet: a local process ended", {"pod", key}, {"pid", pid},
+                  {"exit_code", p.exit_code});
+        break;
+      }
+      cv_.notify_all();
+    }
+    if (!woke.empty() && wake_) wake_(woke);
+  }
+}
+
+}  // namespace vkube::nodesim
