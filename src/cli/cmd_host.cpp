@@ -3,6 +3,7 @@
 // scheduler and simulated GPU nodes that run no containers.
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 
 #include "command.h"
@@ -167,8 +168,10 @@ int run_host(const Args& args) {
   no.nodes = std::move(specs).value();
   no.heartbeat = std::chrono::seconds(heartbeat);
   no.local_images = split_list(local_images);
-  no.local_state_dir = data_dir;
-  no.ca_file = data_dir + "/pki/ca.crt";
+  // Absolute: local pods run in folders of their own.
+  const std::string abs_dir = std::filesystem::absolute(data_dir).lexically_normal().string();
+  no.local_state_dir = abs_dir;
+  no.ca_file = abs_dir + "/pki/ca.crt";
   auto url = std::make_shared<std::string>();
   no.api_url = [url] { return *url; };
   const size_t node_count = no.nodes.size();

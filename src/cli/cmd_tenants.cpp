@@ -294,7 +294,55 @@ int parse_named(FlagSet& flags, const LogFlags& log_flags, const Args& args, con
   return -1;
 }
 
+// The tenant's namespace and the manifest's objects, made for `spec`.
+// kAlreadyExists when the namespace exists.
+Status create_tenant(Client& c, const TenantSpec& spec) {
+  auto objects = tenant_objects(tenant_manifest(), spec);
+  if (!objects.is_ok()) return objects.status();
+  auto ns = c.call("POST", "/api/v1/namespaces", tenant_namespace(spec));
+  if (ns.code == 409)
+    return Status::already_exists("tenant \"" + spec.name + "\" already exists (namespace " +
+                                  spec.ns + ")");
+  if (!ns.ok()) return Status::unavailable("creating namespace " + spec.ns + ": " + ns.message());
+  for (const json& obj : *objects) {
+    std::string path = path_of(obj);
+    if (path.empty())
+      return Status::invalid("manifest: no API path for kind " + obj.value("kind", ""));
+    auto r = c.call("POST", path, obj);
+    if (r.code == 409 && obj.value("kind", "").rfind("Cluster", 0) == 0) {
+      // Left by an earlier tenant of this name: replace it.
+      c.call("DELETE", path + "/" + str_at(obj, {"metadata", "name"}));
+      r = c.call("POST", path, obj);
+    }
+    if (!r.ok())
+      return Status::unavailable("creating " + obj.value("kind", "") + " " +
+                                 str_at(obj, {"metadata", "name"}) + ": " + r.message());
+  }
+  return Status::ok();
+}
+
 }  // namespace
+
+Result<std::string> ensure_tenant(const std::string& host_kubeconfig, const std::string& name,
+                                  const std::string& out, std::chrono::seconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  std::string path = host_kubeconfig, context, data_dir;
+  HostFlags hf{&path, &context, &data_dir};
+  auto host = connect_host(hf);
+  if (!host.is_ok()) return host.status();
+  Client& c = *host->client;
+  TenantSpec spec{name, "vkube-" + name, "", "baseline", "milli", ""};
+  auto got = c.call("GET", "/api/v1/namespaces/" + spec.ns);
+  if (got.code == 404) {
+    VKUBE_RETURN_IF_ERROR(create_tenant(c, spec));
+  } else if (!got.ok()) {
+    return Status::unavailable("reading namespace " + spec.ns + ": " + got.message());
+  }
+  VKUBE_RETURN_IF_ERROR(await_tenant(c, spec.ns, "", out, deadline, nullptr));
+  std::ifstream in(out);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return server_of(text);
+}
 
 int run_create(const Args& args) {
   FlagSet flags(
@@ -337,26 +385,7 @@ int run_create(const Args& args) {
   if (!host.is_ok()) return fail(host.status().message());
   Client& c = *host->client;
   TenantSpec spec{name, "vkube-" + name, image, pod_security, sharing, gpu_quota};
-  auto objects = tenant_objects(tenant_manifest(), spec);
-  if (!objects.is_ok()) return fail(objects.status().message());
-
-  auto ns = c.call("POST", "/api/v1/namespaces", tenant_namespace(spec));
-  if (ns.code == 409)
-    return fail("tenant \"" + name + "\" already exists (namespace " + spec.ns + ")");
-  if (!ns.ok()) return fail("creating namespace " + spec.ns + ": " + ns.message());
-  for (const json& obj : *objects) {
-    std::string path = path_of(obj);
-    if (path.empty()) return fail("manifest: no API path for kind " + obj.value("kind", ""));
-    auto r = c.call("POST", path, obj);
-    if (r.code == 409 && obj.value("kind", "").rfind("Cluster", 0) == 0) {
-      // Left by an earlier tenant of this name: replace it.
-      c.call("DELETE", path + "/" + str_at(obj, {"metadata", "name"}));
-      r = c.call("POST", path, obj);
-    }
-    if (!r.ok())
-      return fail("creating " + obj.value("kind", "") + " " + str_at(obj, {"metadata", "name"}) +
-                  ": " + r.message());
-  }
+  if (Status st = create_tenant(c, spec); !st.is_ok()) return fail(st.message());
   const double applied_ms = ms_since(t0);
   const std::string out = out_flag.empty() ? default_out(*host, name) : out_flag;
   std::string note;

@@ -1,9 +1,9 @@
 // vkube up: the embedded default on one machine. Starts `vkube host` (the
-// host cluster with simulated GPU nodes) and one tenant (`vkube serve` synced
-// to that host) as two processes of this binary, each with its state under
-// one directory, prints both kubeconfigs and what to try next, and stops
-// both on Ctrl-C. Run again with the same --data-dir, it resumes the same
-// clusters.
+// host cluster with simulated GPU nodes) as a child process and makes sure
+// one tenant exists on it, as `vkube create` makes tenants: a StatefulSet pod
+// that the host's node agent runs as a local `vkube serve`. Prints both
+// kubeconfigs and what to try next; Ctrl-C stops the host, which stops its
+// tenants. Run again with the same --data-dir, it resumes the same clusters.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -35,6 +36,9 @@ struct Child {
 
   Status start(const std::vector<std::string>& argv, const std::string& log_path) {
     out_path = log_path + ".out";
+    // Emptied here, not in the child: the last run's "serving" line must not
+    // be read before the child gets to it.
+    ::unlink(out_path.c_str());
     std::fflush(stdout);
     std::fflush(stderr);
     pid = fork();
@@ -113,26 +117,23 @@ bool signalled(std::chrono::milliseconds wait) {
 int run_up(const Args& args) {
   FlagSet flags("up",
                 "Start the embedded default: a host cluster with simulated GPU nodes and one "
-                "tenant synced to it");
+                "tenant on it");
   auto& dir =
       flags.add_string("data-dir", "vkube-data", "directory holding all state (host/, tenants/)");
   auto& host_listen = flags.add_string("host-listen", "127.0.0.1:6443", "the host's API address");
   auto& tenant = flags.add_string("tenant", "dev", "the tenant's name");
-  auto& tenant_listen =
-      flags.add_string("tenant-listen", "127.0.0.1:6444", "the tenant's API address");
   auto& nodes = flags.add_int("nodes", 4, "simulated GPU nodes of the host (8 GPUs each)");
   LogFlags log_flags = add_log_flags(flags);
   if (int rc = parse_or_exit(flags, log_flags, args); rc >= 0) return rc;
   block_signals();
 
   const std::string host_dir = dir + "/host";
-  const std::string tenant_dir = dir + "/tenants/" + tenant;
   const std::string logs = dir + "/logs";
   for (const std::string& d : {dir, dir + "/tenants", logs})
     if (::mkdir(d.c_str(), 0755) != 0 && errno != EEXIST)
       return fail("cannot create " + d + ": " + std::strerror(errno));
 
-  Child host, member;
+  Child host;
   std::vector<std::string> host_argv = {
       "vkube",     "host",        "--data-dir",     host_dir,       "--listen",
       host_listen, "--log-level", *log_flags.level, "--log-format", *log_flags.format};
@@ -146,43 +147,56 @@ int run_up(const Args& args) {
     host.stop();
     return fail("the host did not start; see " + logs + "/host.log");
   }
-  Status started =
-      member.start({"vkube", "serve", "--data-dir", tenant_dir, "--listen", tenant_listen, "--name",
-                    tenant, "--host-kubeconfig", host_dir + "/admin.kubeconfig", "--log-level",
-                    *log_flags.level, "--log-format", *log_flags.format},
-                   logs + "/tenant-" + tenant + ".log");
-  const std::string tenant_url =
-      started.is_ok() ? wait_serving(member, std::chrono::seconds(60)) : "";
-  if (tenant_url.empty()) {
-    member.stop();
+  const std::string tenant_kc = dir + "/tenants/" + tenant + "/admin.kubeconfig";
+  // The wait for the tenant, with Ctrl-C still heard (it stops the host,
+  // which ends the wait).
+  Result<std::string> tenant_url = Status::unavailable("not started");
+  std::atomic<bool> waited{false};
+  std::thread waiter([&] {
+    tenant_url =
+        ensure_tenant(host_dir + "/admin.kubeconfig", tenant, tenant_kc, std::chrono::seconds(60));
+    waited = true;
+  });
+  bool interrupted = false;
+  while (!waited) {
+    if (!interrupted && (signalled(std::chrono::milliseconds(50)) || !host.running())) {
+      interrupted = true;
+      host.stop();
+    }
+  }
+  waiter.join();
+  if (interrupted) {
+    std::printf("vkube stopped\n");
+    return 1;
+  }
+  if (!tenant_url.is_ok()) {
     host.stop();
-    return fail("the tenant did not start; see " + logs + "/tenant-" + tenant + ".log");
+    return fail("the tenant did not start: " + tenant_url.status().message() + "; see " + host_dir +
+                "/pods/vkube-" + tenant + "_vkube-0_*/vkube.log");
   }
 
-  const std::string tenant_kc = tenant_dir + "/admin.kubeconfig";
   std::printf(
-      "vkube is up (state in %s, logs in %s)\n"
+      "vkube is up (state in %s, logs in %s and %s/pods/)\n"
       "  host    %s  export KUBECONFIG=%s/admin.kubeconfig\n"
       "  tenant  %s  %s  export KUBECONFIG=%s\n"
       "Try, as the tenant:\n"
       "  export KUBECONFIG=%s\n"
       "  kubectl run hello --image=nginx --restart=Never && kubectl get pods -o wide\n"
-      "Ctrl-C stops both; `vkube up --data-dir %s` again resumes them.\n",
-      dir.c_str(), logs.c_str(), host_url.c_str(), host_dir.c_str(), tenant.c_str(),
-      tenant_url.c_str(), tenant_kc.c_str(), tenant_kc.c_str(), dir.c_str());
+      "More tenants: vkube create NAME (vkube list, vkube delete NAME).\n"
+      "Ctrl-C stops everything; `vkube up --data-dir %s` again resumes it.\n",
+      dir.c_str(), logs.c_str(), host_dir.c_str(), host_url.c_str(), host_dir.c_str(),
+      tenant.c_str(), tenant_url->c_str(), tenant_kc.c_str(), tenant_kc.c_str(), dir.c_str());
   std::fflush(stdout);
 
   int rc = 0;
   while (!signalled(std::chrono::milliseconds(200))) {
-    if (!host.running() || !member.running()) {
-      VKUBE_LOG(error, "a vkube process ended; stopping the other",
-                {"host_running", host.running()}, {"tenant_running", member.running()});
+    if (!host.running()) {
+      VKUBE_LOG(error, "vkube host ended; see its log", {"log", logs + "/host.log"});
       rc = 1;
       break;
     }
   }
-  // The tenant first, so its syncer does not see its host go away.
-  member.stop();
+  // The host stops its tenants' processes (their pods) before it exits.
   host.stop();
   std::printf("vkube stopped\n");
   return rc;

@@ -2,10 +2,12 @@
 // main.cpp dispatches on the first argument.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <vector>
 
 #include "flags.h"
+#include "vkube/common/status.h"
 
 namespace vkube::cli {
 
@@ -49,6 +51,12 @@ int run_connect(const Args& args);
 // ignores SIGPIPE; wait_for_signal() then blocks until one arrives.
 void block_signals();
 void wait_for_signal();
+// Makes sure tenant `name` exists on the host cluster of `host_kubeconfig`
+// (made as `vkube create` makes it when missing) and answers, and writes its
+// kubeconfig to `out`; returns the tenant's URL.
+Result<std::string> ensure_tenant(const std::string& host_kubeconfig, const std::string& name,
+                                  const std::string& out, std::chrono::seconds timeout);
+
 // "a,b,,c" -> {"a", "b", "c"}
 std::vector<std::string> split_list(const std::string& text);
 

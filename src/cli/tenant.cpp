@@ -12,6 +12,7 @@
 
 #include "vkube/apiserver/apiserver.h"
 #include "vkube/common/log.h"
+#include "vkube/common/memory.h"
 #include "vkube/controllers/manager.h"
 #include "vkube/gpu/quota.h"
 #include "vkube/pki/pki.h"
@@ -180,8 +181,10 @@ class TenantImpl final : public Tenant {
     }
     compactor_ = std::thread([this] { compact_loop(); });
     api_->set_ready(true);
-    // Give start-up's garbage (store recovery, bootstrap) back to the system.
+    // Give start-up's garbage (store recovery, bootstrap) back to the system,
+    // and the code only start-up ran.
     malloc_trim(0);
+    release_file_pages();
     return Status::ok();
   }
 
@@ -219,6 +222,11 @@ class TenantImpl final : public Tenant {
   void compact_loop() {
     storage::Revision previous = 0;
     std::unique_lock lock(mu_);
+    // Once start-up's aftermath (first clients, the syncer's first lists) is
+    // over, what it touched goes back too.
+    if (cv_.wait_for(lock, std::chrono::seconds(10), [&] { return stopping_; })) return;
+    malloc_trim(0);
+    release_file_pages();
     while (!cv_.wait_for(lock, std::chrono::minutes(5), [&] { return stopping_; })) {
       if (previous > 0) {
         Status s = store_->compact(previous);
@@ -226,6 +234,7 @@ class TenantImpl final : public Tenant {
       }
       previous = store_->current_revision();
       malloc_trim(0);  // peaks (large LISTs) do not stay resident while idle
+      release_file_pages();
     }
   }
 

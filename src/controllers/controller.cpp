@@ -98,26 +98,13 @@ bool Controller::idle() {
 }
 
 void Controller::work() {
-  std::string key;
-  while (true) {
-    if (!queue_.get(&key)) return;
-    Status s;
-    try {
-      s = reconcile(key);
-    } catch (const std::exception& e) {
-      s = Status::internal(std::string("reconcile threw: ") + e.what());
-    }
-    if (s.is_ok()) {
-      queue_.forget(key);
-    } else {
-      int n = queue_.retries(key);
-      if (n < 3 || n % 10 == 0)
-        VKUBE_LOG(info, "reconcile failed, will retry", {"controller", name_}, {"key", key},
-                  {"error", s.message()}, {"retries", n});
-      queue_.add_rate_limited(key);
-    }
-    queue_.done(key);
-  }
+  queue_.run([this](const std::string& key) { return reconcile(key); },
+             [this](const std::string& key, const Status& s) {
+               int n = queue_.retries(key);
+               if (n < 3 || n % 10 == 0)
+                 VKUBE_LOG(info, "reconcile failed, will retry", {"controller", name_},
+                           {"key", key}, {"error", s.message()}, {"retries", n});
+             });
 }
 
 }  // namespace vkube::controllers

@@ -107,4 +107,24 @@ bool WorkQueue::idle() {
   return queue_.empty() && processing_.empty();
 }
 
+void WorkQueue::run(const std::function<Status(const std::string&)>& reconcile,
+                    const std::function<void(const std::string&, const Status&)>& failed) {
+  std::string key;
+  while (get(&key)) {
+    Status s;
+    try {
+      s = reconcile(key);
+    } catch (const std::exception& e) {
+      s = Status::internal(std::string("reconcile threw: ") + e.what());
+    }
+    if (s.is_ok()) {
+      forget(key);
+    } else {
+      failed(key, s);
+      add_rate_limited(key);
+    }
+    done(key);
+  }
+}
+
 }  // namespace vkube::controllers

@@ -243,7 +243,7 @@ void Connection::dispatch() {
   parser_.reset();
 
   core_.handler_started();
-  net::post(*core_.workers, [self = shared_from_this()] { self->run_handler(); });
+  core_.workers->post([self = shared_from_this()] { self->run_handler(); });
 }
 
 void Connection::run_handler() {

@@ -18,10 +18,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "worker_pool.h"
+
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
-#include <boost/asio/thread_pool.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/parser.hpp>
@@ -49,7 +50,7 @@ class ServerCore {
   const ServerOptions options;
   const Handler handler;
   const std::unique_ptr<net::ssl::context> tls;  // null: plain HTTP only
-  std::optional<net::thread_pool> workers;       // runs handlers; made by Server once listening
+  std::optional<WorkerPool> workers;             // runs handlers; made by Server once listening
   std::atomic<bool> stopping{false};             // shutdown began: no new requests or streams
   std::atomic<bool> abandon{false};              // grace is over: queued handlers are skipped
 

@@ -17,6 +17,16 @@ using std::chrono::milliseconds;
 constexpr int kConflictRetries = 4;
 // How soon a pod that found no free address tries again.
 constexpr milliseconds kNoAddressRetry = std::chrono::seconds(5);
+// How soon a local process that could not start is tried again: quickly
+// when what it waits for is on its way (its claims are bound within
+// milliseconds of their creation), else as a kubelet retries a container
+// it cannot create.
+constexpr milliseconds kLocalStartSoon(200);
+constexpr milliseconds kLocalStartRetry = std::chrono::seconds(2);
+
+milliseconds local_start_retry(const Status& s) {
+  return s.code() == Code::kUnavailable ? kLocalStartSoon : kLocalStartRetry;
+}
 
 const json& at(const json& obj, const char* a, const char* b = nullptr) {
   static const json kNull;
@@ -141,17 +151,11 @@ std::optional<uint32_t> Agent::range_ip(int node, const std::string& pod_ip) con
 }
 
 void Agent::work() {
-  std::string key;
-  while (queue_.get(&key)) {
-    Status s = reconcile(key);
-    if (s.is_ok()) {
-      queue_.forget(key);
-    } else {
-      VKUBE_LOG(warn, "simulated kubelet: pod sync failed", {"pod", key}, {"error", s.to_string()});
-      queue_.add_rate_limited(key);
-    }
-    queue_.done(key);
-  }
+  queue_.run([this](const std::string& key) { return reconcile(key); },
+             [](const std::string& key, const Status& s) {
+               VKUBE_LOG(warn, "simulated kubelet: pod sync failed", {"pod", key},
+                         {"error", s.to_string()});
+             });
 }
 
 Status Agent::reconcile(const std::string& key) {
@@ -354,9 +358,10 @@ Status Agent::start_local(const std::string& key, const json& pod, Tracked& t, c
     }
     Status s = local_->start(key, pod, a.pod_ip);
     if (!s.is_ok()) {  // as a kubelet whose container cannot be created: wait and retry
-      t.restart_at = now + std::chrono::seconds(2);
+      const milliseconds retry = local_start_retry(s);
+      t.restart_at = now + retry;
       save(key, t);
-      later(key, std::chrono::seconds(2));
+      later(key, retry);
       return write_status(pod, creating_status(pod, a, stamp, s.message()));
     }
     st = LocalPods::State::kStarting;
@@ -393,8 +398,8 @@ Status Agent::run_local(const std::string& key, const json& pod, Tracked& t) {
     if (!s.is_ok()) {
       VKUBE_LOG(warn, "simulated kubelet: cannot start a local process", {"pod", key},
                 {"error", s.message()});
-      t.restart_at = now + std::chrono::seconds(2);
-      later(key, std::chrono::seconds(2));
+      t.restart_at = now + kLocalStartRetry;
+      later(key, kLocalStartRetry);
     }
     save(key, t);
     return Status::ok();

@@ -7,6 +7,11 @@ Client make_client(apiserver::ApiServer& api) {
                 "kubelet/v1.32.0 (linux/amd64) vkube-node-simulator");
 }
 
+Client make_provisioner_client(apiserver::ApiServer& api) {
+  return Client(api, "system:vkube-local-provisioner",
+                "vkube-local-provisioner/v1.32.0 (linux/amd64) vkube-node-simulator");
+}
+
 std::string node_path(std::string_view name, std::string_view subresource) {
   std::string p = "/api/v1/nodes";
   if (!name.empty()) p.append("/").append(name);
@@ -24,6 +29,21 @@ std::string lease_path(std::string_view name) {
 std::string pod_path(std::string_view ns, std::string_view name, std::string_view subresource) {
   std::string p = "/api/v1/namespaces/";
   p.append(ns).append("/pods/").append(name);
+  if (!subresource.empty()) p.append("/").append(subresource);
+  return p;
+}
+
+std::string claim_path(std::string_view ns, std::string_view name, std::string_view subresource) {
+  std::string p = "/api/v1/namespaces/";
+  p.append(ns).append("/persistentvolumeclaims");
+  if (!name.empty()) p.append("/").append(name);
+  if (!subresource.empty()) p.append("/").append(subresource);
+  return p;
+}
+
+std::string volume_path(std::string_view name, std::string_view subresource) {
+  std::string p = "/api/v1/persistentvolumes";
+  if (!name.empty()) p.append("/").append(name);
   if (!subresource.empty()) p.append("/").append(subresource);
   return p;
 }

@@ -24,11 +24,17 @@ using controllers::ApiResult;
 // does not have) whose writes are recorded under the field manager "kubelet".
 using Client = controllers::LocalClient;
 Client make_client(apiserver::ApiServer& api);
+// The local volume provisioner's client (volumes.h): as privileged, its
+// writes recorded under the field manager "vkube-local-provisioner".
+Client make_provisioner_client(apiserver::ApiServer& api);
 
 // API paths.
 std::string node_path(std::string_view name = {}, std::string_view subresource = {});
 std::string lease_path(std::string_view name = {});
 std::string pod_path(std::string_view ns, std::string_view name, std::string_view subresource = {});
+std::string claim_path(std::string_view ns, std::string_view name = {},
+                       std::string_view subresource = {});
+std::string volume_path(std::string_view name = {}, std::string_view subresource = {});
 
 inline constexpr std::string_view kLeaseNamespace = "kube-node-lease";
 

@@ -121,6 +121,34 @@ int probe_port(const json& container) {
   return 0;
 }
 
+// The folder of a persistentVolumeClaim volume: its PersistentVolume's
+// hostPath, once the claim is bound to it. Until then (or while the claim
+// does not exist) the pod waits, as on a kubelet: kUnavailable, tried again
+// soon.
+Result<fs::path> claim_folder(Client& client, const std::string& ns, const std::string& claim) {
+  const Status unbound =
+      Status::unavailable("persistentvolumeclaim \"" + claim + "\" is not bound");
+  ApiResult r = client.call("GET", claim_path(ns, claim));
+  if (r.code == 404) return unbound;
+  if (!r.ok())
+    return Status::unavailable("reading persistentvolumeclaim \"" + claim + "\": " + r.body.dump());
+  const std::string uid = str(r.body, {"metadata", "uid"});
+  const std::string volume = str(r.body, {"spec", "volumeName"});
+  if (volume.empty() || str(r.body, {"status", "phase"}) != "Bound") return unbound;
+  r = client.call("GET", volume_path(volume));
+  if (!r.ok())
+    return Status::unavailable("reading persistentvolume \"" + volume + "\" of claim \"" + claim +
+                               "\": " + r.body.dump());
+  if (str(r.body, {"spec", "claimRef", "uid"}) != uid)
+    return Status::unavailable("persistentvolume \"" + volume + "\" is not bound to claim \"" +
+                               claim + "\"");
+  const std::string path = str(r.body, {"spec", "hostPath", "path"});
+  if (path.empty())
+    return Status::invalid("persistentvolume \"" + volume +
+                           "\" is not a hostPath volume, which is all a local pod can mount");
+  return fs::path(path);
+}
+
 Status write_file(const fs::path& path, const std::string& content) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) return Status::unavailable("cannot write " + path.string());
@@ -240,6 +268,21 @@ Status LocalPods::start(const std::string& key, const json& pod, const std::stri
   fs::create_directories(dir, ec);
   if (ec) return Status::unavailable("cannot create " + dir.string() + ": " + ec.message());
 
+  // Volumes first: a pod whose claims are not bound yet waits before
+  // anything else is done for it (a token requested), as the kubelet waits
+  // for its volumes before creating the sandbox.
+  std::map<std::string, fs::path> volumes;
+  for (const json& v : field(spec, "volumes")) {
+    const std::string vname = str(v, {"name"});
+    if (field(v, "persistentVolumeClaim").is_object()) {
+      auto folder = claim_folder(client_, ns, str(v, {"persistentVolumeClaim", "claimName"}));
+      if (!folder.is_ok()) return folder.status();
+      volumes[vname] = std::move(folder).value();
+    } else {
+      volumes[vname] = dir / "volumes" / vname;
+    }
+  }
+
   // The environment, as the kubelet builds it.
   std::map<std::string, std::string> env;
   std::vector<std::string> order;
@@ -328,16 +371,7 @@ Status LocalPods::start(const std::string& key, const json& pod, const std::stri
     }
   }
 
-  // Volumes and where they are mounted.
-  std::map<std::string, fs::path> volumes;
-  for (const json& v : field(spec, "volumes")) {
-    const std::string vname = str(v, {"name"});
-    if (field(v, "persistentVolumeClaim").is_object())
-      volumes[vname] =
-          fs::path(o_.state_dir) / "volumes" / ns / str(v, {"persistentVolumeClaim", "claimName"});
-    else
-      volumes[vname] = dir / "volumes" / vname;
-  }
+  // Where the volumes are mounted.
   std::vector<std::pair<std::string, std::string>> mounts;
   for (const json& m : field(*container, "volumeMounts")) {
     auto it = volumes.find(str(m, {"name"}));

@@ -7,9 +7,11 @@
 //     address the node's range gave it), which is the pod's status.podIP; a
 //     wildcard listen (0.0.0.0:P in an argument) binds that address, as it
 //     would in the pod's own network namespace;
-//   - its volumes: a persistentVolumeClaim is a folder kept per claim
-//     (DIR/volumes/<namespace>/<claim>), an emptyDir one per pod; an
-//     argument naming a mount path names that folder instead;
+//   - its volumes: a persistentVolumeClaim is the hostPath folder of the
+//     PersistentVolume it is bound to (the local volume provisioner,
+//     volumes.h, makes them under DIR/volumes; the pod waits until its
+//     claims are bound), an emptyDir a folder per pod; an argument naming a
+//     mount path names that folder instead;
 //   - its service account: TokenRequest's token, the host's CA and the
 //     namespace in a folder given as VKUBE_SERVICE_ACCOUNT_DIR (the
 //     in-cluster client's /var/run/secrets/kubernetes.io/serviceaccount),
@@ -74,6 +76,8 @@ class LocalPods {
   // Whether `pod` runs here: one of its containers uses a local image.
   bool runs(const json& pod) const;
   // Starts the pod's process unless it runs. `ip` is its loopback address.
+  // kUnavailable: not possible yet, but soon may be (a claim not bound yet,
+  // its service account not created yet): worth trying again quickly.
   Status start(const std::string& key, const json& pod, const std::string& ip);
   // The process of `key`: none, started but its readiness port not yet
   // open, ready, or exited (`exit_code` set).

@@ -1,5 +1,6 @@
-// The simulator: registers the nodes, runs their heartbeats and the agent
-// that plays their kubelets.
+// The simulator: registers the nodes, runs their heartbeats, the agent that
+// plays their kubelets and, when local pods have a state folder, the local
+// volume provisioner.
 #include "vkube/nodesim/simulator.h"
 
 #include <shared_mutex>
@@ -10,6 +11,7 @@
 #include "heartbeat.h"
 #include "nodes.h"
 #include "vkube/common/log.h"
+#include "volumes.h"
 
 namespace vkube::nodesim {
 
@@ -18,12 +20,16 @@ namespace {
 // Concurrent writes when registering nodes and renewing leases: enough for
 // the store's group commit to sync many of them at once.
 constexpr size_t kWriteThreads = 16;
+// Claims are few and each is bound in a handful of in-process requests; two
+// threads keep one slow folder removal from holding up the others.
+constexpr int kProvisionerWorkers = 2;
 
-// Lets the informers' handler, which outlives the simulator (handlers cannot
-// be removed), reach the agent only while it exists.
+// Lets the informers' handlers, which outlive the simulator (handlers cannot
+// be removed), reach the agent and the provisioner only while they exist.
 struct Gate {
   std::shared_mutex mu;
   Agent* agent = nullptr;
+  Provisioner* provisioner = nullptr;
 };
 
 LocalOptions local_options(const Options& o) {
@@ -52,6 +58,26 @@ class SimulatorImpl final : public Simulator {
       std::shared_lock lock(gate->mu);
       if (gate->agent) gate->agent->on_pod(e);
     });
+    // Local pods mount their claims' volumes from the state folder, where
+    // the provisioner makes them; without one nothing could be mounted.
+    if (!options_.local_state_dir.empty()) {
+      provisioner_client_ = std::make_unique<Client>(make_provisioner_client(api));
+      provisioner_ = std::make_unique<Provisioner>(
+          *provisioner_client_, informers.cache({"core", "persistentvolumeclaims"}),
+          informers.cache({"core", "persistentvolumes"}), registrar_.pods,
+          options_.local_state_dir);
+      gate_->provisioner = provisioner_.get();
+      informers.on_event({"core", "persistentvolumeclaims"},
+                         [gate = gate_](const controllers::ObjectEvent& e) {
+                           std::shared_lock lock(gate->mu);
+                           if (gate->provisioner) gate->provisioner->on_claim(e);
+                         });
+      informers.on_event({"core", "persistentvolumes"},
+                         [gate = gate_](const controllers::ObjectEvent& e) {
+                           std::shared_lock lock(gate->mu);
+                           if (gate->provisioner) gate->provisioner->on_volume(e);
+                         });
+    }
   }
 
   ~SimulatorImpl() override { stop(); }
@@ -61,6 +87,10 @@ class SimulatorImpl final : public Simulator {
     VKUBE_RETURN_IF_ERROR(registrar_.ensure_lease_namespace());
     VKUBE_RETURN_IF_ERROR(registrar_.register_nodes(options_.nodes));
     VKUBE_RETURN_IF_ERROR(registrar_.remove_stale(options_.nodes));
+    if (provisioner_) {
+      VKUBE_RETURN_IF_ERROR(ensure_storage_class(*provisioner_client_));
+      provisioner_->start(kProvisionerWorkers);
+    }
     agent_.start(options_.workers);
     std::vector<std::string> names;
     names.reserve(options_.nodes.size());
@@ -80,16 +110,19 @@ class SimulatorImpl final : public Simulator {
     {
       std::unique_lock lock(gate_->mu);
       gate_->agent = nullptr;
+      gate_->provisioner = nullptr;
     }
     if (heartbeat_) heartbeat_->stop();
     agent_.stop();
+    if (provisioner_) provisioner_->stop();
   }
 
   bool wait_idle(std::chrono::milliseconds timeout) override {
     auto end = std::chrono::steady_clock::now() + timeout;
     int quiet = 0;
     while (std::chrono::steady_clock::now() < end) {
-      bool idle = informers_.sync(std::chrono::milliseconds(200)) && agent_.idle();
+      bool idle = informers_.sync(std::chrono::milliseconds(200)) && agent_.idle() &&
+                  (!provisioner_ || provisioner_->idle());
       // Idle several times in a row: a handler may have just queued a key.
       quiet = idle ? quiet + 1 : 0;
       if (quiet >= 3) return true;
@@ -105,6 +138,8 @@ class SimulatorImpl final : public Simulator {
   controllers::Informers& informers_;
   Registrar registrar_;
   Agent agent_;
+  std::unique_ptr<Client> provisioner_client_;
+  std::unique_ptr<Provisioner> provisioner_;
   std::shared_ptr<Gate> gate_;
   std::unique_ptr<Heartbeat> heartbeat_;
 };

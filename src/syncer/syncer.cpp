@@ -476,25 +476,12 @@ void SyncerImpl::start_loop(Loop& loop, int workers) {
 }
 
 void SyncerImpl::run(Loop& loop) {
-  std::string key;
-  while (loop.queue.get(&key)) {
-    Status s = Status::ok();
-    try {
-      s = loop.reconcile(key);
-    } catch (const std::exception& e) {
-      s = Status::internal(std::string("unexpected: ") + e.what());
-    }
-    if (s.is_ok()) {
-      loop.queue.forget(key);
-    } else {
-      ++errors;
-      if (s.code() != Code::kConflict)
-        VKUBE_LOG(warn, "syncer: retrying", {"kind", loop.name}, {"key", key},
-                  {"error", s.message()});
-      loop.queue.add_rate_limited(key);
-    }
-    loop.queue.done(key);
-  }
+  loop.queue.run(loop.reconcile, [this, &loop](const std::string& key, const Status& s) {
+    ++errors;
+    if (s.code() != Code::kConflict)
+      VKUBE_LOG(warn, "syncer: retrying", {"kind", loop.name}, {"key", key},
+                {"error", s.message()});
+  });
 }
 
 void SyncerImpl::requeue_all() {

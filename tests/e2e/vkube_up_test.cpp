@@ -18,8 +18,8 @@ struct Up {
 
   void start() {
     Spawn s;
-    s.argv = {VKUBE_BINARY,  "up",       "--data-dir", dir + "/state",    "--host-listen",
-              "127.0.0.1:0", "--tenant", "lab",        "--tenant-listen", "127.0.0.1:0"};
+    s.argv = {VKUBE_BINARY,    "up",          "--data-dir", dir + "/state",
+              "--host-listen", "127.0.0.1:0", "--tenant",   "lab"};
     s.out_path = dir + "/up.out";
     s.err_path = dir + "/up.err";
     proc.emplace(s);
@@ -49,8 +49,16 @@ TEST_CASE("vkube up starts a host and a tenant, stops them on SIGINT and resumes
   REQUIRE_THAT(up.kubectl("tenant", {"wait", "--for=jsonpath={.status.phase}=Running", "pod/hello",
                                      "--timeout=30s"}),
                Succeeded());
+  // The tenant is a pod of the host (its control plane), next to the pod it synced.
   CHECK(up.kubectl("host", {"get", "pods", "-n", "vkube-lab", "-o", "name"}).out ==
-        "pod/hello-x-default-x-lab\n");
+        "pod/hello-x-default-x-lab\npod/vkube-0\n");
+  Spawn list;
+  list.argv = {VKUBE_BINARY, "list", "--data-dir", tmpl + "/state"};
+  list.out_path = tmpl + "/list.out";
+  list.err_path = tmpl + "/list.err";
+  Result listed = run(list, seconds(30));
+  REQUIRE_THAT(listed, Succeeded());
+  CHECK(listed.out.find("lab ") != std::string::npos);
 
   // SIGINT (Ctrl-C) stops both processes and `vkube up` exits 0.
   REQUIRE(kill(up.proc->pid(), SIGINT) == 0);
@@ -58,6 +66,11 @@ TEST_CASE("vkube up starts a host and a tenant, stops them on SIGINT and resumes
   REQUIRE(code.has_value());
   CHECK(*code == 0);
   CHECK(up.proc->out().find("vkube stopped") != std::string::npos);
+  Spawn pgrep;
+  pgrep.argv = {"/usr/bin/pgrep", "-f", "--", "--name=lab"};
+  pgrep.out_path = tmpl + "/pgrep.out";
+  pgrep.err_path = tmpl + "/pgrep.err";
+  CHECK(run(pgrep, seconds(5)).exit_code == 1);  // the tenant's process is gone too
 
   // Again over the same directory: the same pod, Running again on the host.
   up.start();
@@ -65,7 +78,7 @@ TEST_CASE("vkube up starts a host and a tenant, stops them on SIGINT and resumes
                                    "--timeout=30s"}),
              Succeeded());
   CHECK(up.kubectl("host", {"get", "pods", "-n", "vkube-lab", "-o", "name"}).out ==
-        "pod/hello-x-default-x-lab\n");
+        "pod/hello-x-default-x-lab\npod/vkube-0\n");
   REQUIRE(kill(up.proc->pid(), SIGTERM) == 0);
   CHECK(up.proc->wait_for(seconds(30)) == std::optional<int>(0));
   std::filesystem::remove_all(tmpl);

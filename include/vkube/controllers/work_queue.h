@@ -7,12 +7,15 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+
+#include "vkube/common/status.h"
 
 namespace vkube::controllers {
 
@@ -41,6 +44,12 @@ class WorkQueue {
   size_t length();
   // Nothing queued and nothing being handled (delayed keys do not count).
   bool idle();
+
+  // A worker's loop until shutdown: each key goes to `reconcile` (an
+  // exception counts as an internal error); success forgets its failures,
+  // an error goes to `failed` and the key comes back rate-limited.
+  void run(const std::function<Status(const std::string&)>& reconcile,
+           const std::function<void(const std::string&, const Status&)>& failed);
 
  private:
   void push_locked(const std::string& key);

@@ -277,18 +277,24 @@ TEST_CASE("nodesim: a restart with fewer nodes removes the others", "[nodesim]")
 namespace vkube::nodesim {
 namespace {
 
+// One node whose pods of the image "tool" run as local processes of
+// /bin/sh (standing in for the vkube binary), with their folders in `dir`.
+Options local_pool(const std::string& dir) {
+  Options o = small_pool(1);
+  o.local_images = {"tool"};
+  o.local_binary = "/bin/sh";
+  o.local_state_dir = dir;
+  o.api_url = [] { return std::string("https://127.0.0.1:6443"); };
+  return o;
+}
+
 // A pod of a local image runs as a real process (here /bin/sh standing in
 // for the vkube binary): a loopback pod IP, its env with the downward API
 // and $(VAR) expansion in args, its mount path mapped to a folder; deleting
 // the pod stops the process.
 TEST_CASE("nodesim: pods of a local image run as local processes", "[nodesim]") {
   testing::TempDir dir;
-  Options o = small_pool(1);
-  o.local_images = {"tool"};
-  o.local_binary = "/bin/sh";
-  o.local_state_dir = dir.path();
-  o.api_url = [] { return std::string("https://127.0.0.1:6443"); };
-  Cluster c(o);
+  Cluster c(local_pool(dir.path()));
   json p = pod("runner", "sim-0");
   p["spec"]["automountServiceAccountToken"] = false;
   p["spec"]["terminationGracePeriodSeconds"] = 5;
@@ -328,8 +334,61 @@ TEST_CASE("nodesim: pods of a local image run as local processes", "[nodesim]") 
   auto started = std::chrono::steady_clock::now();
   REQUIRE(c.cp.call("DELETE", kPods + "/runner").code == 200);
   REQUIRE(ControlPlane::eventually([&] { return c.gone("runner"); }));
-  CHECK(std::chrono::steady_clock::now() - started <
-        4s);  // sh exits on SIGTERM, before the grace ends
+  // sh exits on SIGTERM, before the grace period ends.
+  CHECK(std::chrono::steady_clock::now() - started < 4s);
+}
+
+// A local pod's persistentVolumeClaim is the folder of the volume the local
+// provisioner binds it to: the pod waits while its claim is missing or not
+// bound, then its process writes through the mount into the volume's folder.
+TEST_CASE("nodesim: a local pod mounts its claim's provisioned volume", "[nodesim]") {
+  testing::TempDir dir;
+  Cluster c(local_pool(dir.path()));
+  json p = pod("stateful", "sim-0");
+  p["spec"]["automountServiceAccountToken"] = false;
+  p["spec"]["volumes"] =
+      json::array({{{"name", "state"}, {"persistentVolumeClaim", {{"claimName", "state"}}}}});
+  p["spec"]["containers"][0] = {
+      {"name", "main"},
+      {"image", "tool:1.0"},
+      {"args", json::array({"-c", "echo written > \"$0\"; exec sleep 60", "/var/lib/app/out"})},
+      {"volumeMounts", json::array({{{"name", "state"}, {"mountPath", "/var/lib/app"}}})}};
+  c.cp.create(kPods, p);
+
+  // No claim yet: the pod waits, saying why.
+  auto waiting = [&] {
+    const json s = c.pod("stateful")["status"];
+    if (!s.contains("containerStatuses")) return std::string();
+    return s["containerStatuses"][0]["state"]["waiting"].value("message", "");
+  };
+  REQUIRE(ControlPlane::eventually(
+      [&] { return waiting() == "persistentvolumeclaim \"state\" is not bound"; }));
+  CHECK(phase(c.pod("stateful")) == "Pending");
+  // Trying again (every 200 ms) writes nothing while nothing changes.
+  const std::string version = c.pod("stateful")["metadata"]["resourceVersion"];
+  std::this_thread::sleep_for(600ms);
+  CHECK(c.pod("stateful")["metadata"]["resourceVersion"] == version);
+
+  const json claim = {{"apiVersion", "v1"},
+                      {"kind", "PersistentVolumeClaim"},
+                      {"metadata", {{"name", "state"}}},
+                      {"spec",
+                       {{"accessModes", json::array({"ReadWriteOnce"})},
+                        {"resources", {{"requests", {{"storage", "1Gi"}}}}}}}};
+  const std::string uid =
+      c.cp.create("/api/v1/namespaces/w/persistentvolumeclaims", claim)["metadata"]["uid"];
+  REQUIRE(ControlPlane::eventually([&] { return ready(c.pod("stateful")); }, 5s));
+
+  json volume = c.cp.get("/api/v1/persistentvolumes/pvc-" + uid);
+  const std::string folder = volume["spec"]["hostPath"]["path"];
+  CHECK(folder == dir.path() + "/volumes/w/state-" + uid.substr(0, 8));
+  std::string text;
+  REQUIRE(ControlPlane::eventually([&] {
+    std::ifstream in(folder + "/out");
+    std::getline(in, text);
+    return !text.empty();
+  }));
+  CHECK(text == "written");
 }
 
 }  // namespace

@@ -1,0 +1,19 @@
+// Giving memory back while idle.
+#pragma once
+
+#include <cstddef>
+
+namespace vkube {
+
+// Unmaps this process's resident pages of read-only file mappings (the
+// binary's and the shared libraries' code and constants) that hold no
+// private copy, as after exec: start-up touched far more code than an idle
+// server runs. The pages stay in the page cache, shared with every other
+// process of the binary; those still needed are mapped again by a minor
+// fault on first use. So RSS shows the working set, not start-up's
+// footprint. Mappings that are or were written (.data, relocated RELRO
+// pages: they hold "Anonymous" pages) are never touched. Returns the bytes
+// that were resident in the mappings released.
+size_t release_file_pages();
+
+}  // namespace vkube

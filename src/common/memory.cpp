@@ -1,0 +1,72 @@
+#include "vkube/common/memory.h"
+
+#include <sys/mman.h>
+
+#include <cctype>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace vkube {
+
+namespace {
+
+struct Mapping {
+  uintptr_t start = 0, end = 0;
+  bool candidate = false;  // read-only and backed by a file
+  int64_t rss_kib = 0, anonymous_kib = -1;
+};
+
+int64_t kib_of(const std::string& line) {
+  auto colon = line.find(':');
+  return colon == std::string::npos ? 0 : std::atoll(line.c_str() + colon + 1);
+}
+
+}  // namespace
+
+size_t release_file_pages() {
+  std::ifstream in("/proc/self/smaps");
+  if (!in) return 0;
+  std::vector<Mapping> maps;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    // A mapping's header: "start-end perms offset dev inode [path]".
+    if (std::isxdigit(static_cast<unsigned char>(line[0])) && line.find('-') < line.find(' ')) {
+      Mapping m;
+      char perms[8] = {};
+      unsigned long long start = 0, end = 0;
+      if (std::sscanf(line.c_str(), "%llx-%llx %7s", &start, &end, perms) != 3) continue;
+      m.start = start;
+      m.end = end;
+      auto slash = line.find('/');
+      // Not writable, not shared, a real file (not [vdso], [stack], deleted files).
+      m.candidate = perms[1] == '-' && perms[3] == 'p' && slash != std::string::npos &&
+                    line.find(" (deleted)") == std::string::npos;
+      maps.push_back(m);
+      continue;
+    }
+    if (maps.empty()) continue;
+    if (line.rfind("Rss:", 0) == 0)
+      maps.back().rss_kib = kib_of(line);
+    else if (line.rfind("Anonymous:", 0) == 0)
+      maps.back().anonymous_kib = kib_of(line);
+    else if (line.rfind("Locked:", 0) == 0 && kib_of(line) > 0)
+      maps.back().candidate = false;
+  }
+  size_t released = 0;
+  for (const Mapping& m : maps) {
+    // Anonymous pages in a private file mapping are copies someone wrote
+    // (relocations made read-only afterwards): dropping them would lose them.
+    if (!m.candidate || m.anonymous_kib != 0 || m.rss_kib == 0) continue;
+    if (madvise(reinterpret_cast<void*>(m.start), m.end - m.start, MADV_DONTNEED) == 0)
+      released += static_cast<size_t>(m.rss_kib) * 1024;
+  }
+  return released;
+}
+
+}  // namespace vkube
