@@ -10,6 +10,11 @@ namespace vkube::apiserver {
 
 using Clock = std::chrono::steady_clock;
 
+// As kube-apiserver's watch cache: a bookmark about once a minute. More
+// often would wake every idle client (each tenant's syncer holds seven
+// watches on its host) for nothing.
+constexpr std::chrono::seconds kBookmarkEvery{60};
+
 class WatchStream final : public http::ResponseStream,
                           public std::enable_shared_from_this<WatchStream> {
  public:
@@ -18,7 +23,7 @@ class WatchStream final : public http::ResponseStream,
       : d_(d), watch_(std::move(w)), spec_(std::move(spec)), initial_(std::move(initial)) {
     last_rev_ = spec_.start_revision;
     deadline_ = Clock::now() + std::chrono::seconds(spec_.timeout_seconds);
-    next_bookmark_ = Clock::now() + std::chrono::seconds(10);
+    next_bookmark_ = Clock::now() + kBookmarkEvery;
   }
 
   void start(std::shared_ptr<http::StreamSink> sink) override {
@@ -80,7 +85,7 @@ class WatchStream final : public http::ResponseStream,
       return;
     }
     if (spec_.bookmarks && now >= next_bookmark_) {
-      next_bookmark_ = now + std::chrono::seconds(10);
+      next_bookmark_ = now + kBookmarkEvery;
       // Only a revision this stream has delivered is safe to promise.
       drain();
       if (done_) return;
@@ -174,6 +179,7 @@ void WatchDispatcher::add(const std::shared_ptr<WatchStream>& s) {
     stop_now = stopping_;
     if (!stop_now && streams_.insert(s).second) metrics_.watches_add(1);
   }
+  cv_.notify_all();  // the dispatcher may sleep with no stream to tick
   if (stop_now) s->stop();
 }
 
@@ -192,7 +198,14 @@ void WatchDispatcher::run() {
   auto next_tick = Clock::now();
   std::unique_lock lock(mu_);
   while (!stopping_) {
-    cv_.wait_until(lock, next_tick, [&] { return stopping_ || !ready_.empty(); });
+    // Ticks (timeouts, bookmarks) only while there are streams: an idle
+    // server does not wake.
+    if (streams_.empty()) {
+      cv_.wait(lock, [&] { return stopping_ || !ready_.empty() || !streams_.empty(); });
+      next_tick = std::max(next_tick, Clock::now());
+    } else {
+      cv_.wait_until(lock, next_tick, [&] { return stopping_ || !ready_.empty(); });
+    }
     if (stopping_) break;
     std::deque<std::shared_ptr<WatchStream>> batch;
     batch.swap(ready_);

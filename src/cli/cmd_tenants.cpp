@@ -370,6 +370,10 @@ int run_create(const Args& args) {
   std::string& image = flags.add_string("image", "", "the vkube image (default: the manifest's)");
   int64_t& timeout =
       flags.add_int("timeout-seconds", 120, "how long to wait for the tenant to answer");
+  bool& wait =
+      flags.add_bool("wait", true,
+                     "wait until the tenant answers and write its kubeconfig (false: return once "
+                     "its objects exist; `vkube connect NAME` gets the kubeconfig later)");
   std::string name;
   if (int rc = parse_named(flags, log_flags, args, "create", &name); rc >= 0) return rc;
   if (pod_security != "privileged" && pod_security != "baseline" && pod_security != "restricted")
@@ -387,6 +391,12 @@ int run_create(const Args& args) {
   TenantSpec spec{name, "vkube-" + name, image, pod_security, sharing, gpu_quota};
   if (Status st = create_tenant(c, spec); !st.is_ok()) return fail(st.message());
   const double applied_ms = ms_since(t0);
+  if (!wait) {
+    std::printf(
+        "tenant %s created in %.0f ms on %s (not waiting; `vkube connect %s` once it is up)\n",
+        name.c_str(), applied_ms, c.config().server.c_str(), name.c_str());
+    return 0;
+  }
   const std::string out = out_flag.empty() ? default_out(*host, name) : out_flag;
   std::string note;
   Status s = await_tenant(c, spec.ns, server, out, t0 + std::chrono::seconds(timeout), &note);

@@ -181,10 +181,10 @@ class TenantImpl final : public Tenant {
     }
     compactor_ = std::thread([this] { compact_loop(); });
     api_->set_ready(true);
-    // Give start-up's garbage (store recovery, bootstrap) back to the system,
-    // and the code only start-up ran.
+    // Give start-up's garbage (store recovery, bootstrap) back to the system.
+    // (The code only start-up ran goes back once the first clients are
+    // served: see compact_loop.)
     malloc_trim(0);
-    release_file_pages();
     return Status::ok();
   }
 

@@ -77,34 +77,32 @@ void Context::parallel(size_t n, const std::function<void(size_t)>& fn) {
 
 // ---- Controller
 
+Controller::Controller(Context& ctx, std::string name)
+    : ctx_(ctx),
+      name_(std::move(name)),
+      workers_(
+          queue_, [this](const std::string& key) { return reconcile(key); },
+          [this](const std::string& key, const Status& s) {
+            int n = queue_.retries(key);
+            if (n < 3 || n % 10 == 0)
+              VKUBE_LOG(info, "reconcile failed, will retry", {"controller", name_}, {"key", key},
+                        {"error", s.message()}, {"retries", n});
+          }) {}
+
 Controller::~Controller() {
   stop();
 }
 
 void Controller::start(int workers) {
-  workers = std::max(workers, min_workers_);
-  for (int i = 0; i < workers; ++i) workers_.emplace_back([this] { work(); });
+  workers_.start(std::max(workers, min_workers_));
 }
 
 void Controller::stop() {
-  queue_.shutdown();
-  for (auto& t : workers_)
-    if (t.joinable()) t.join();
-  workers_.clear();
+  workers_.stop();
 }
 
 bool Controller::idle() {
   return queue_.idle();
-}
-
-void Controller::work() {
-  queue_.run([this](const std::string& key) { return reconcile(key); },
-             [this](const std::string& key, const Status& s) {
-               int n = queue_.retries(key);
-               if (n < 3 || n % 10 == 0)
-                 VKUBE_LOG(info, "reconcile failed, will retry", {"controller", name_},
-                           {"key", key}, {"error", s.message()}, {"retries", n});
-             });
 }
 
 }  // namespace vkube::controllers

@@ -38,11 +38,12 @@ struct Context {
 
 class Controller {
  public:
-  Controller(Context& ctx, std::string name) : ctx_(ctx), name_(std::move(name)) {}
+  Controller(Context& ctx, std::string name);
   virtual ~Controller();
   const std::string& name() const { return name_; }
 
-  // Starts `workers` threads taking keys from the queue.
+  // Starts a worker taking keys from the queue; more start while keys wait,
+  // up to `workers` (QueueWorkers).
   void start(int workers);
   // Shuts the queue and joins the workers. Idempotent.
   void stop();
@@ -59,15 +60,13 @@ class Controller {
   virtual Status reconcile(const std::string& key) = 0;
 
   Context& ctx_;
-  // At least this many workers, whatever the manager's default.
+  // Up to at least this many workers, whatever the manager's default.
   int min_workers_ = 1;
 
  private:
-  void work();
-
   std::string name_;
   WorkQueue queue_;
-  std::vector<std::thread> workers_;
+  QueueWorkers workers_;
 };
 
 // One factory per controller (each in its own <name>_controller.cpp). A

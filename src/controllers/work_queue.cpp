@@ -127,4 +127,50 @@ void WorkQueue::run(const std::function<Status(const std::string&)>& reconcile,
   }
 }
 
+QueueWorkers::QueueWorkers(WorkQueue& queue, Reconcile reconcile, Failed failed)
+    : queue_(queue), reconcile_(std::move(reconcile)), failed_(std::move(failed)) {}
+
+QueueWorkers::~QueueWorkers() {
+  stop();
+}
+
+void QueueWorkers::start(int max_workers) {
+  {
+    std::lock_guard lock(mu_);
+    max_ = static_cast<size_t>(std::max(1, max_workers));
+  }
+  grow();
+}
+
+void QueueWorkers::grow() {
+  std::lock_guard lock(mu_);
+  if (stopping_ || threads_.size() >= max_) return;
+  threads_.emplace_back([this] {
+    queue_.run(
+        [this](const std::string& key) {
+          // Keys wait although a worker just took one: the others are busy.
+          if (queue_.length() > 0) grow();
+          return reconcile_(key);
+        },
+        failed_);
+  });
+}
+
+void QueueWorkers::stop() {
+  std::vector<std::thread> threads;
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    threads.swap(threads_);
+  }
+  queue_.shutdown();
+  for (auto& t : threads)
+    if (t.joinable()) t.join();
+}
+
+size_t QueueWorkers::size() {
+  std::lock_guard lock(mu_);
+  return threads_.size();
+}
+
 }  // namespace vkube::controllers

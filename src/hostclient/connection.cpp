@@ -5,10 +5,12 @@
 #include <openssl/x509v3.h>
 
 #include <atomic>
+#include <memory>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
@@ -138,9 +140,19 @@ class BeastConnection final : public Connection {
   // passes (timed_out) or cancel() (operation_aborted).
   error_code wait(const std::optional<error_code>& done, Clock::time_point deadline) {
     ioc_.restart();
-    // cancel() sets the flag before it stops ioc_: either this check sees
-    // the flag, or the stop comes after restart() and ends run_until.
-    if (!cancelled_) ioc_.run_until(deadline);
+    // Not run_until(deadline): asio caps each of its waits at one second,
+    // which would wake every idle watch (seven per tenant) once a second.
+    // A timer ends the wait at the deadline instead. cancel() sets the flag
+    // before it stops ioc_: either the loop sees the flag, or run_one()
+    // returns 0 for the stop.
+    auto expired = std::make_shared<bool>(false);
+    asio::steady_timer timer(ioc_, deadline);
+    timer.async_wait([expired](const error_code& ec) {
+      if (!ec) *expired = true;
+    });
+    while (!done && !*expired && !cancelled_)
+      if (ioc_.run_one() == 0) break;
+    timer.cancel();
     if (done) {
       if (*done) broken_ = true;
       return *done;

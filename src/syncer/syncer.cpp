@@ -471,17 +471,14 @@ void SyncerImpl::bootstrap() {
 }
 
 void SyncerImpl::start_loop(Loop& loop, int workers) {
-  for (int i = 0; i < std::max(1, workers); ++i)
-    loop.threads.emplace_back([this, &loop] { run(loop); });
-}
-
-void SyncerImpl::run(Loop& loop) {
-  loop.queue.run(loop.reconcile, [this, &loop](const std::string& key, const Status& s) {
-    ++errors;
-    if (s.code() != Code::kConflict)
-      VKUBE_LOG(warn, "syncer: retrying", {"kind", loop.name}, {"key", key},
-                {"error", s.message()});
-  });
+  loop.workers = std::make_unique<controllers::QueueWorkers>(
+      loop.queue, loop.reconcile, [this, &loop](const std::string& key, const Status& s) {
+        ++errors;
+        if (s.code() != Code::kConflict)
+          VKUBE_LOG(warn, "syncer: retrying", {"kind", loop.name}, {"key", key},
+                    {"error", s.message()});
+      });
+  loop.workers->start(workers);
 }
 
 void SyncerImpl::requeue_all() {
@@ -504,8 +501,7 @@ void SyncerImpl::stop() {
   for (Loop* l : loops()) l->queue.shutdown();
   if (bootstrap_.joinable()) bootstrap_.join();
   for (Loop* l : loops())
-    for (auto& t : l->threads)
-      if (t.joinable()) t.join();
+    if (l->workers) l->workers->stop();
   for (HostView* v : views())
     if (v) v->informer.stop();
   if (events_) events_->stop();

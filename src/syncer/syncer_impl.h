@@ -61,7 +61,7 @@ struct Loop {
   std::string name;
   controllers::WorkQueue queue;
   std::function<Status(const std::string&)> reconcile;
-  std::vector<std::thread> threads;
+  std::unique_ptr<controllers::QueueWorkers> workers;  // made by start_loop
 };
 
 class SyncerImpl final : public Syncer {
@@ -147,7 +147,6 @@ class SyncerImpl final : public Syncer {
  private:
   void bootstrap();
   Status ensure_host_basics();
-  void run(Loop& loop);
   void start_loop(Loop& loop, int workers);
   void on_tenant_pod(const controllers::ObjectEvent& e);
   void on_host_pod(const controllers::ObjectEvent& e);

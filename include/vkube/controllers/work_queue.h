@@ -12,8 +12,10 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "vkube/common/status.h"
 
@@ -63,6 +65,37 @@ class WorkQueue {
   std::unordered_map<std::string, Clock::time_point> delayed_at_;
   std::unordered_map<std::string, int> failures_;
   bool shutting_down_ = false;
+};
+
+// The threads that run a queue (WorkQueue::run): one at first, and another
+// whenever keys wait while every one is busy, up to a maximum. So an idle
+// tenant (hundreds share a machine) holds one thread per queue, and a
+// burst still gets the concurrency it needs.
+class QueueWorkers {
+ public:
+  using Reconcile = std::function<Status(const std::string&)>;
+  using Failed = std::function<void(const std::string&, const Status&)>;
+
+  QueueWorkers(WorkQueue& queue, Reconcile reconcile, Failed failed);
+  ~QueueWorkers();
+  QueueWorkers(const QueueWorkers&) = delete;
+  QueueWorkers& operator=(const QueueWorkers&) = delete;
+
+  void start(int max_workers);
+  // Shuts the queue down and joins every worker. Idempotent.
+  void stop();
+  size_t size();
+
+ private:
+  void grow();
+
+  WorkQueue& queue_;
+  Reconcile reconcile_;
+  Failed failed_;
+  std::mutex mu_;
+  std::vector<std::thread> threads_;
+  size_t max_ = 1;
+  bool stopping_ = false;
 };
 
 }  // namespace vkube::controllers

@@ -53,10 +53,10 @@ struct SyncerOptions {
   // A ResourceQuota the host namespace gets as a backstop of the tenant's GPU
   // quota (see gpu/quota.h); null: none.
   nlohmann::json host_quota = nullptr;
-  // Concurrent reconciles: host round trips overlap. Each is a thread, so
-  // an idle tenant (hundreds share a machine) keeps these few.
-  int pod_workers = 8;
-  int other_workers = 2;  // per other kind
+  // Concurrent reconciles at most (host round trips overlap); each loop
+  // starts with one thread and adds more while keys wait.
+  int pod_workers = 16;
+  int other_workers = 4;  // per other kind
 };
 
 // Counters for tests, benchmarks and /metrics.

@@ -4,7 +4,15 @@ namespace vkube::apiserver {
 
 std::string FieldError::to_string() const {
   std::string v;
-  if (!value.is_null()) v = value.is_string() ? "\"" + value.get<std::string>() + "\"" : value.dump();
+  // Appended piecewise: `"\"" + s + "\""` makes GCC 12 at -O3 warn
+  // (-Wrestrict, a false positive) and so fails the Release build.
+  if (value.is_string()) {
+    v += '"';
+    v += value.get_ref<const std::string&>();
+    v += '"';
+  } else if (!value.is_null()) {
+    v = value.dump();
+  }
   switch (type) {
     case Type::kRequired: return field + ": Required value" + (detail.empty() ? "" : ": " + detail);
     case Type::kInvalid: return field + ": Invalid value: " + v + ": " + detail;
