@@ -34,6 +34,11 @@ rocksdb::Options base_options(const RocksDbOptions& o) {
   opts.skip_stats_update_on_db_open = true;
   opts.skip_checking_sst_file_sizes_on_db_open = true;
   opts.avoid_unnecessary_blocking_io = true;
+  // A tenant's store is small, and hundreds open on one machine: one thread
+  // opens its few files, and no timer thread dumps or persists statistics.
+  opts.max_file_opening_threads = 1;
+  opts.stats_dump_period_sec = 0;
+  opts.stats_persist_period_sec = 0;
   // A restart replays the WAL into the memtable and goes on; flushing it
   // first would add file writes and syncs to every start.
   opts.avoid_flush_during_recovery = true;
