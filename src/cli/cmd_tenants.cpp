@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "command.h"
+#include "kinds.h"
 #include "tenant_sync.h"
 #include "vkube/cli/manifests.h"
 #include "vkube/common/base64.h"
@@ -104,30 +105,18 @@ std::string str_at(const json& v, std::initializer_list<const char*> path) {
   return p->is_string() ? p->get<std::string>() : std::string();
 }
 
+// The collection URL of a built-in kind's object ("" for an unknown kind).
 std::string path_of(const json& obj) {
   const std::string api = obj.value("apiVersion", "");
   const std::string kind = obj.value("kind", "");
-  static const std::map<std::string, std::string> kPlural = {
-      {"ServiceAccount", "serviceaccounts"},
-      {"Service", "services"},
-      {"ConfigMap", "configmaps"},
-      {"Secret", "secrets"},
-      {"ResourceQuota", "resourcequotas"},
-      {"LimitRange", "limitranges"},
-      {"StatefulSet", "statefulsets"},
-      {"Role", "roles"},
-      {"RoleBinding", "rolebindings"},
-      {"ClusterRole", "clusterroles"},
-      {"ClusterRoleBinding", "clusterrolebindings"},
-      {"NetworkPolicy", "networkpolicies"},
-      {"PodDisruptionBudget", "poddisruptionbudgets"},
-      {"Namespace", "namespaces"}};
-  auto it = kPlural.find(kind);
-  std::string plural = it == kPlural.end() ? "" : it->second;
-  std::string base = api.find('/') == std::string::npos ? "/api/" + api : "/apis/" + api;
-  std::string ns = str_at(obj, {"metadata", "namespace"});
-  if (!ns.empty()) base += "/namespaces/" + ns;
-  return plural.empty() ? std::string() : base + "/" + plural;
+  for (const auto& k : apiserver::builtin::builtin_kinds()) {
+    const api::Resource& r = k.resource;
+    if (r.kind != kind || r.gv.api_version() != api) continue;
+    std::string path = r.gv.group.empty() ? "/api/" + api : "/apis/" + api;
+    if (r.namespaced) path += "/namespaces/" + str_at(obj, {"metadata", "namespace"});
+    return path + "/" + r.plural;
+  }
+  return {};
 }
 
 double ms_since(Clock::time_point t0) {
@@ -213,17 +202,17 @@ Status write_private(const std::string& path, const std::string& text) {
   return Status::ok();
 }
 
-// Whether the tenant at `kubeconfig_path` answers /readyz.
-bool tenant_ready(const std::string& kubeconfig_path) {
+// A client of the tenant whose kubeconfig is at `kubeconfig_path` that
+// fails at once rather than retrying (the caller polls); null on error.
+std::unique_ptr<Client> tenant_client(const std::string& kubeconfig_path) {
   auto config = hostclient::from_kubeconfig(kubeconfig_path);
-  if (!config.is_ok()) return false;
+  if (!config.is_ok()) return nullptr;
   hostclient::Options o;
   o.user_agent = "vkube-cli";
   o.retry_for = std::chrono::milliseconds(0);
   o.request_timeout = std::chrono::seconds(2);
   auto client = Client::create(std::move(config).value(), o);
-  if (!client.is_ok()) return false;
-  return (*client)->call("GET", "/readyz").code == 200;
+  return client.is_ok() ? std::move(client).value() : nullptr;
 }
 
 // Why the control plane is not up yet, from its pod's status.
@@ -245,21 +234,25 @@ std::string pod_state(Client& host, const std::string& ns) {
 }
 
 // Waits for the Secret and for /readyz, writing the kubeconfig to `out`.
+// The Secret and the tenant's address are read again every half second
+// while it does not answer (a restarted pod may have a new address).
 Status await_tenant(Client& host, const std::string& ns, const std::string& server_flag,
                     const std::string& out, Clock::time_point deadline, std::string* note) {
-  std::string last_server;
+  std::unique_ptr<Client> tenant;  // from the kubeconfig written to `out`
+  Clock::time_point written;
   for (;;) {
-    auto config = read_kubeconfig(host, ns);
-    if (config.is_ok()) {
-      std::string server = choose_server(host, ns, server_flag, server_of(*config), note);
-      if (server != last_server) {
+    if (!tenant || Clock::now() - written > std::chrono::milliseconds(500)) {
+      auto config = read_kubeconfig(host, ns);
+      if (config.is_ok()) {
+        std::string server = choose_server(host, ns, server_flag, server_of(*config), note);
         VKUBE_RETURN_IF_ERROR(write_private(out, with_server(*config, server)));
-        last_server = server;
+        tenant = tenant_client(out);
+        written = Clock::now();
+      } else if (config.status().code() != Code::kNotFound) {
+        return config.status();
       }
-      if (tenant_ready(out)) return Status::ok();
-    } else if (config.status().code() != Code::kNotFound) {
-      return config.status();
     }
+    if (tenant && tenant->call("GET", "/readyz").code == 200) return Status::ok();
     if (Clock::now() >= deadline)
       return Status::unavailable("the tenant did not answer in time (" + pod_state(host, ns) +
                                  "); see kubectl -n " + ns + " describe pod");
@@ -272,15 +265,12 @@ std::string default_out(const Host& h, const std::string& name) {
   return name + ".kubeconfig";
 }
 
+// kubectl's AGE of an RFC 3339 timestamp.
 std::string age(const std::string& rfc3339) {
   std::tm tm{};
   if (strptime(rfc3339.c_str(), "%Y-%m-%dT%H:%M:%S", &tm) == nullptr) return "<unknown>";
-  int64_t s = static_cast<int64_t>(std::time(nullptr) - timegm(&tm));
-  if (s < 0) s = 0;
-  if (s < 120) return std::to_string(s) + "s";
-  if (s < 3600) return std::to_string(s / 60) + "m";
-  if (s < 86400 * 2) return std::to_string(s / 3600) + "h";
-  return std::to_string(s / 86400) + "d";
+  return apiserver::builtin::human_duration(
+      std::max<int64_t>(0, static_cast<int64_t>(std::time(nullptr) - timegm(&tm))));
 }
 
 // Parses a NAME command's flags into `name`: -1 to go on, else the exit code.
@@ -331,7 +321,7 @@ Result<std::string> ensure_tenant(const std::string& host_kubeconfig, const std:
   auto host = connect_host(hf);
   if (!host.is_ok()) return host.status();
   Client& c = *host->client;
-  TenantSpec spec{name, "vkube-" + name, "", "baseline", "milli", ""};
+  TenantSpec spec{name, tenant_host_namespace(name), "", "baseline", "milli", ""};
   auto got = c.call("GET", "/api/v1/namespaces/" + spec.ns);
   if (got.code == 404) {
     VKUBE_RETURN_IF_ERROR(create_tenant(c, spec));
@@ -388,7 +378,7 @@ int run_create(const Args& args) {
   auto host = connect_host(hf);
   if (!host.is_ok()) return fail(host.status().message());
   Client& c = *host->client;
-  TenantSpec spec{name, "vkube-" + name, image, pod_security, sharing, gpu_quota};
+  TenantSpec spec{name, tenant_host_namespace(name), image, pod_security, sharing, gpu_quota};
   if (Status st = create_tenant(c, spec); !st.is_ok()) return fail(st.message());
   const double applied_ms = ms_since(t0);
   if (!wait) {
@@ -424,7 +414,7 @@ int run_connect(const Args& args) {
   if (int rc = parse_named(flags, log_flags, args, "connect", &name); rc >= 0) return rc;
   auto host = connect_host(hf);
   if (!host.is_ok()) return fail(host.status().message());
-  const std::string ns = "vkube-" + name;
+  const std::string ns = tenant_host_namespace(name);
   auto nsr = host->client->call("GET", "/api/v1/namespaces/" + ns);
   if (nsr.code == 404) return fail("tenant \"" + name + "\" not found (no namespace " + ns + ")");
   auto config = read_kubeconfig(*host->client, ns);
@@ -457,7 +447,7 @@ int run_delete(const Args& args) {
   if (!host.is_ok()) return fail(host.status().message());
   Client& c = *host->client;
   const auto t0 = Clock::now();
-  const std::string ns = "vkube-" + name;
+  const std::string ns = tenant_host_namespace(name);
   auto got = c.call("GET", "/api/v1/namespaces/" + ns);
   if (got.code == 404) return fail("tenant \"" + name + "\" not found (no namespace " + ns + ")");
   if (!got.ok()) return fail("reading namespace " + ns + ": " + got.message());

@@ -52,7 +52,7 @@ std::string_view tenant_manifest() {
 
 Status validate_tenant_name(const std::string& name) {
   if (name.empty()) return Status::invalid("a tenant name is required");
-  const size_t max = 63 - std::string("vkube-").size();
+  const size_t max = 63 - tenant_host_namespace("").size();
   if (name.size() > max)
     return Status::invalid("tenant name \"" + name + "\" is longer than " + std::to_string(max) +
                            " characters (its host namespace is vkube-<name>)");

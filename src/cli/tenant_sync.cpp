@@ -12,6 +12,7 @@
 
 #include "command.h"
 #include "vkube/apiserver/apiserver.h"
+#include "vkube/cli/manifests.h"
 #include "vkube/common/base64.h"
 #include "vkube/common/log.h"
 #include "vkube/dns/dns.h"
@@ -225,8 +226,9 @@ Result<std::vector<Component>> sync_components(const SyncFlags& f, const std::st
   so.tenant = tenant;
   so.host_namespace = *f.host_namespace;
   if (so.host_namespace.empty())
-    so.host_namespace = pod && f.host_kubeconfig->empty() ? config->ns : "vkube-" + tenant;
-  if (so.host_namespace.empty()) so.host_namespace = "vkube-" + tenant;
+    so.host_namespace =
+        pod && f.host_kubeconfig->empty() ? config->ns : tenant_host_namespace(tenant);
+  if (so.host_namespace.empty()) so.host_namespace = tenant_host_namespace(tenant);
   // In its own namespace (a pod), the syncer neither creates nor needs to read it.
   if (pod && f.host_kubeconfig->empty() && so.host_namespace == config->ns)
     so.create_namespace = false;

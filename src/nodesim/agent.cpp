@@ -24,6 +24,13 @@ constexpr milliseconds kNoAddressRetry = std::chrono::seconds(5);
 constexpr milliseconds kLocalStartSoon(200);
 constexpr milliseconds kLocalStartRetry = std::chrono::seconds(2);
 
+// A restart back-off as the kubelet's: 1 s, doubling, at most 30 s (not
+// reset by a short run here; a ready start resets it).
+milliseconds next_backoff(milliseconds previous) {
+  return std::min<milliseconds>(std::max<milliseconds>(previous * 2, std::chrono::seconds(1)),
+                                std::chrono::seconds(30));
+}
+
 milliseconds local_start_retry(const Status& s) {
   return s.code() == Code::kUnavailable ? kLocalStartSoon : kLocalStartRetry;
 }
@@ -340,8 +347,7 @@ Status Agent::start_local(const std::string& key, const json& pod, Tracked& t, c
   LocalPods::State st = local_->state(key, &code);
   if (st == LocalPods::State::kExited) {  // ended before it was ready
     local_->forget(key);
-    t.backoff = std::min<milliseconds>(
-        std::max<milliseconds>(t.backoff * 2, std::chrono::seconds(1)), std::chrono::seconds(30));
+    t.backoff = next_backoff(t.backoff);
     t.restart_at = now + t.backoff;
     t.polls = 0;
     save(key, t);
@@ -417,8 +423,7 @@ Status Agent::run_local(const std::string& key, const json& pod, Tracked& t) {
     forget(key);
     return Status::ok();
   }
-  t.backoff = std::min<milliseconds>(std::max<milliseconds>(t.backoff * 2, std::chrono::seconds(1)),
-                                     std::chrono::seconds(30));
+  t.backoff = next_backoff(t.backoff);
   t.restart_at = now + t.backoff;
   save(key, t);
   later(key, t.backoff);

@@ -20,6 +20,11 @@ using json = nlohmann::json;
 inline constexpr std::string_view kManifestRelease = "example";
 inline constexpr std::string_view kManifestNamespace = "vkube-example";
 
+// A tenant's namespace on its host.
+inline std::string tenant_host_namespace(std::string_view name) {
+  return "vkube-" + std::string(name);
+}
+
 // The embedded YAML, as rendered.
 std::string_view tenant_manifest();
 
