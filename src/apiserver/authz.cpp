@@ -24,17 +24,17 @@ void raise_to(std::atomic<storage::Revision>& target, storage::Revision value) {
 }
 
 // Sorts a stored RBAC object into its kind by its key.
-void add_object(std::string_view key, json obj, rbac::Objects& out) {
+void add_object(std::string_view key, const json& obj, rbac::Objects& out) {
   std::string_view rest = key.substr(kRbacPrefix.size());
   std::string_view plural = rest.substr(0, rest.find('/'));
   if (plural == "roles")
-    out.roles.push_back(std::move(obj));
+    out.roles.push_back(obj);
   else if (plural == "rolebindings")
-    out.role_bindings.push_back(std::move(obj));
+    out.role_bindings.push_back(obj);
   else if (plural == "clusterroles")
-    out.cluster_roles.push_back(std::move(obj));
+    out.cluster_roles.push_back(obj);
   else if (plural == "clusterrolebindings")
-    out.cluster_role_bindings.push_back(std::move(obj));
+    out.cluster_role_bindings.push_back(obj);
 }
 
 }  // namespace
@@ -100,11 +100,24 @@ Result<std::shared_ptr<const rbac::Policy>> Authorizer::policy() {
   o.prefix = std::string(kRbacPrefix);
   auto listed = backend_->list(o);
   if (!listed.is_ok()) return listed.status();
+  // Objects unchanged since the last build are not parsed again: with a
+  // hundred tenants' roles and bindings on a host, parsing them all at each
+  // RBAC write was most of what admitting a tenant cost there.
+  std::map<std::string, ParsedObject, std::less<>> parsed;
   rbac::Objects objects;
-  for (const storage::KeyValue& kv : listed->items) {
-    json obj = json::parse(kv.value, nullptr, false);
-    if (obj.is_object()) add_object(kv.key, std::move(obj), objects);
+  for (storage::KeyValue& kv : listed->items) {
+    auto old = parsed_.find(kv.key);
+    ParsedObject entry;
+    if (old != parsed_.end() && old->second.mod_revision == kv.mod_revision) {
+      entry = std::move(old->second);
+    } else {
+      entry.mod_revision = kv.mod_revision;
+      entry.object = json::parse(kv.value, nullptr, false);
+    }
+    if (entry.object.is_object()) add_object(kv.key, entry.object, objects);
+    parsed.emplace(std::move(kv.key), std::move(entry));
   }
+  parsed_ = std::move(parsed);
   std::shared_ptr<const rbac::Policy> p = rbac::Policy::compile(objects);
   std::lock_guard lock(mu_);
   policy_ = p;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -60,6 +61,12 @@ class Authorizer {
   std::mutex rebuild_mu_;                  // one rebuild at a time; guards the rest
   std::unique_ptr<storage::Watch> watch_;
   bool shut_down_ = false;
+  // The RBAC objects of the last build, parsed, by key.
+  struct ParsedObject {
+    storage::Revision mod_revision = 0;
+    json object;
+  };
+  std::map<std::string, ParsedObject, std::less<>> parsed_;
 };
 
 // The attributes of a request by `user` (kube's authorizer.Attributes), as

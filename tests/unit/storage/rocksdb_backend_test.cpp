@@ -1,3 +1,5 @@
+#include <rocksdb/db.h>
+
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
@@ -58,6 +60,26 @@ TEST_CASE("a watcher that falls behind is ended alone", "[storage]") {
   CHECK(b->create("/q/after", "v").is_ok());
 }
 
+TEST_CASE("a store whose creation was cut short is created on the next start", "[storage]") {
+  TempDir dir;
+  {
+    // The database and its families exist, but not yet the format marker.
+    rocksdb::Options ro;
+    ro.create_if_missing = true;
+    rocksdb::DB* db = nullptr;
+    REQUIRE(rocksdb::DB::Open(ro, dir.path(), &db).ok());
+    delete db;
+  }
+  {
+    auto b = open_at(dir.path());
+    CHECK(b->create("/registry/configmaps/default/a", "1").is_ok());
+  }
+  auto again = open_at(dir.path());
+  auto got = again->get("/registry/configmaps/default/a");
+  REQUIRE(got.is_ok());
+  CHECK(got->value == "1");
+}
+
 TEST_CASE("stores that cannot be opened give clear errors", "[storage]") {
   TempDir dir;
   SECTION("a directory holding other files") {
@@ -87,6 +109,21 @@ TEST_CASE("stores that cannot be opened give clear errors", "[storage]") {
     auto b = open_rocksdb(o);
     REQUIRE_FALSE(b.is_ok());
     CHECK((b.status().code() == Code::kCorruption || b.status().code() == Code::kInternal));
+  }
+  SECTION("a RocksDB database of someone else's, with data") {
+    {
+      rocksdb::Options ro;
+      ro.create_if_missing = true;
+      rocksdb::DB* db = nullptr;
+      REQUIRE(rocksdb::DB::Open(ro, dir.path(), &db).ok());
+      REQUIRE(db->Put(rocksdb::WriteOptions(), "k", "v").ok());
+      delete db;
+    }
+    RocksDbOptions o;
+    o.path = dir.path();
+    auto b = open_rocksdb(o);
+    CHECK(b.status().code() == Code::kInvalid);
+    CHECK_THAT(b.status().message(), Catch::Contains("no format marker"));
   }
   SECTION("a missing store when creation is off") {
     RocksDbOptions o;
