@@ -24,17 +24,17 @@ void raise_to(std::atomic<storage::Revision>& target, storage::Revision value) {
 }
 
 // Sorts a stored RBAC object into its kind by its key.
-void add_object(std::string_view key, const json& obj, rbac::Objects& out) {
+void add_object(std::string_view key, const json& obj, rbac::ObjectRefs& out) {
   std::string_view rest = key.substr(kRbacPrefix.size());
   std::string_view plural = rest.substr(0, rest.find('/'));
   if (plural == "roles")
-    out.roles.push_back(obj);
+    out.roles.push_back(&obj);
   else if (plural == "rolebindings")
-    out.role_bindings.push_back(obj);
+    out.role_bindings.push_back(&obj);
   else if (plural == "clusterroles")
-    out.cluster_roles.push_back(obj);
+    out.cluster_roles.push_back(&obj);
   else if (plural == "clusterrolebindings")
-    out.cluster_role_bindings.push_back(obj);
+    out.cluster_role_bindings.push_back(&obj);
 }
 
 }  // namespace
@@ -104,7 +104,6 @@ Result<std::shared_ptr<const rbac::Policy>> Authorizer::policy() {
   // hundred tenants' roles and bindings on a host, parsing them all at each
   // RBAC write was most of what admitting a tenant cost there.
   std::map<std::string, ParsedObject, std::less<>> parsed;
-  rbac::Objects objects;
   for (storage::KeyValue& kv : listed->items) {
     auto old = parsed_.find(kv.key);
     ParsedObject entry;
@@ -114,10 +113,12 @@ Result<std::shared_ptr<const rbac::Policy>> Authorizer::policy() {
       entry.mod_revision = kv.mod_revision;
       entry.object = json::parse(kv.value, nullptr, false);
     }
-    if (entry.object.is_object()) add_object(kv.key, entry.object, objects);
     parsed.emplace(std::move(kv.key), std::move(entry));
   }
   parsed_ = std::move(parsed);
+  rbac::ObjectRefs objects;
+  for (const auto& [key, entry] : parsed_)
+    if (entry.object.is_object()) add_object(key, entry.object, objects);
   std::shared_ptr<const rbac::Policy> p = rbac::Policy::compile(objects);
   std::lock_guard lock(mu_);
   policy_ = p;

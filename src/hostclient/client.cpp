@@ -268,8 +268,6 @@ class ClientImpl final : public Client {
     long timeout = watch_timeout_seconds(target);
     Clock::duration idle =
         timeout > 0 ? std::chrono::seconds(timeout + 30) : Clock::duration(std::chrono::hours(1));
-    auto conn = detail::Connection::make(endpoint_, tls_);
-    if (!f.attach(conn.get())) return stopped_response();
     std::string pending, bad_line;
     bool handler_ended = false;
     auto on_line = [&](std::string_view line) {
@@ -287,17 +285,29 @@ class ClientImpl final : public Client {
       return true;
     };
     detail::WireResponse w;
-    auto failed = conn->stream(
-        req, Clock::now() + options_.request_timeout, idle, &w, [&](std::string_view data) {
-          pending.append(data);
-          size_t start = 0;
-          for (size_t nl; (nl = pending.find('\n', start)) != std::string::npos; start = nl + 1) {
-            if (!on_line(std::string_view(pending).substr(start, nl - start))) return false;
-          }
-          pending.erase(0, start);
-          return true;
-        });
-    f.detach();
+    std::optional<detail::Failure> failed;
+    // A watch starts on a kept-alive connection when one is idle (the list
+    // before it just left one): a connection, and its TLS handshake on both
+    // sides, fewer per informer. One the server closed meanwhile costs a
+    // fresh one, at once.
+    for (int tries = 0; tries < 2; ++tries) {
+      std::unique_ptr<detail::Connection> conn =
+          tries == 0 ? take() : detail::Connection::make(endpoint_, tls_);
+      if (!f.attach(conn.get())) return stopped_response();
+      w = detail::WireResponse();
+      failed = conn->stream(
+          req, Clock::now() + options_.request_timeout, idle, &w, [&](std::string_view data) {
+            pending.append(data);
+            size_t start = 0;
+            for (size_t nl; (nl = pending.find('\n', start)) != std::string::npos; start = nl + 1) {
+              if (!on_line(std::string_view(pending).substr(start, nl - start))) return false;
+            }
+            pending.erase(0, start);
+            return true;
+          });
+      f.detach();
+      if (!failed || !failed->stale) break;
+    }
     if (failed) {
       reachable_ = false;
       if (failed->cancelled) return stopped_response();

@@ -26,36 +26,48 @@ constexpr uint32_t kGroup = 51201, kVersion = 51202;
 constexpr uint32_t kMapEntry = 7;  // google.protobuf.MessageOptions.map_entry
 
 // An options message (FileOptions, MessageOptions, FieldOptions) as read
-// from the wire: the fields we care about by number.
+// from the wire: the fields we care about by number. Most carry none or one
+// or two, so a flat list; the strings point into the descriptor set, which
+// is static.
 struct Options {
-  std::multimap<uint32_t, std::string> strings;
-  std::map<uint32_t, uint64_t> varints;
+  struct Entry {
+    uint32_t number;
+    bool is_string;
+    uint64_t varint;
+    std::string_view bytes;
+  };
+  std::vector<Entry> entries;
 
   std::string str(uint32_t n) const {
-    auto it = strings.find(n);
-    return it == strings.end() ? std::string() : it->second;
+    for (const Entry& e : entries)
+      if (e.number == n && e.is_string) return std::string(e.bytes);
+    return std::string();
   }
   std::vector<std::string> strs(uint32_t n) const {
     std::vector<std::string> out;
-    for (auto [it, end] = strings.equal_range(n); it != end; ++it) out.push_back(it->second);
+    for (const Entry& e : entries)
+      if (e.number == n && e.is_string) out.emplace_back(e.bytes);
     return out;
   }
   bool flag(uint32_t n) const {
-    auto it = varints.find(n);
-    return it != varints.end() && it->second != 0;
+    // The last occurrence wins, as in protobuf.
+    bool set = false;
+    for (const Entry& e : entries)
+      if (e.number == n && !e.is_string) set = e.varint != 0;
+    return set;
   }
 };
 
 // google.protobuf.FieldDescriptorProto, DescriptorProto, FileDescriptorProto:
 // only what the registry uses.
 struct FieldProto {
-  std::string name, type_name;
+  std::string_view name, type_name;
   uint32_t number = 0;
   uint64_t label = 1, type = 0;
   Options options;
 };
 struct MessageProto {
-  std::string name;
+  std::string_view name;
   std::vector<FieldProto> fields;
   std::vector<MessageProto> nested;
   Options options;
@@ -75,8 +87,8 @@ Options parse_options(std::string_view b) {
   wire::Reader r(b);
   wire::Tag t;
   while (r.next(t)) {
-    if (t.type == wire::kLen) o.strings.emplace(t.number, std::string(t.bytes));
-    else if (t.type == wire::kVarint) o.varints[t.number] = t.varint;
+    if (t.type == wire::kLen) o.entries.push_back({t.number, true, 0, t.bytes});
+    else if (t.type == wire::kVarint) o.entries.push_back({t.number, false, t.varint, {}});
   }
   if (!r.ok()) corrupt("options");
   return o;
@@ -156,8 +168,15 @@ JsonFormat parse_format(const std::string& s, const std::string& message) {
   return it->second;
 }
 
+// Where a descriptor error is: "<message>.<field>", made only for the error.
+struct Where {
+  const std::string& message;
+  std::string_view field;
+  std::string str() const { return message + "." + std::string(field); }
+};
+
 // google.protobuf.FieldDescriptorProto.Type -> Type.
-Type scalar_type(uint64_t t, const std::string& where) {
+Type scalar_type(uint64_t t, const Where& where) {
   switch (t) {
     case 9: return Type::kString;
     case 12: return Type::kBytes;
@@ -170,7 +189,8 @@ Type scalar_type(uint64_t t, const std::string& where) {
     case 2: return Type::kFloat;
     case 11: return Type::kMessage;
     case 14: return Type::kInt32;  // enums travel as varints
-    default: throw std::runtime_error(where + ": unsupported field type " + std::to_string(t));
+    default:
+      throw std::runtime_error(where.str() + ": unsupported field type " + std::to_string(t));
   }
 }
 
@@ -181,8 +201,8 @@ struct Pending {
 
 void collect(const MessageProto& d, const std::string& scope, const FileProto& file,
              std::map<std::string, Message, std::less<>>& out, std::vector<Pending>& pending,
-             std::map<std::string, const MessageProto*>& map_entries) {
-  std::string full = scope.empty() ? d.name : scope + "." + d.name;
+             std::map<std::string, const MessageProto*, std::less<>>& map_entries) {
+  std::string full = scope.empty() ? std::string(d.name) : scope + "." + std::string(d.name);
   if (d.options.flag(kMapEntry)) {
     map_entries[full] = &d;
     return;
@@ -221,21 +241,22 @@ void Registry::load(std::string_view descriptor_set) {
     if (!r.ok()) corrupt("file set");
   }
   std::vector<Pending> pending;
-  std::map<std::string, const MessageProto*> map_entries;
+  std::map<std::string, const MessageProto*, std::less<>> map_entries;
   for (const auto& file : files) {
     if (file.package == "google.protobuf" || file.package == "vkube") continue;
     for (const auto& d : file.messages) collect(d, file.package, file, messages_, pending, map_entries);
   }
-  auto resolve = [&](const std::string& type_name, const std::string& where) -> const Message* {
-    std::string n = type_name.starts_with('.') ? type_name.substr(1) : type_name;
+  auto resolve = [&](std::string_view type_name, const Where& where) -> const Message* {
+    std::string_view n = type_name.starts_with('.') ? type_name.substr(1) : type_name;
     auto it = messages_.find(n);
-    if (it == messages_.end()) throw std::runtime_error(where + ": unknown type " + type_name);
+    if (it == messages_.end())
+      throw std::runtime_error(where.str() + ": unknown type " + std::string(type_name));
     return &it->second;
   };
   for (auto& [d, m] : pending) {
     m->fields.reserve(d->fields.size());
     for (const auto& fp : d->fields) {
-      std::string where = m->full_name + "." + fp.name;
+      const Where where{m->full_name, fp.name};
       Field f;
       f.name = fp.name;
       f.json_name = fp.options.str(kJsonName);
@@ -253,14 +274,14 @@ void Registry::load(std::string_view descriptor_set) {
       f.inline_ = fp.options.flag(kInline);
       f.type = scalar_type(fp.type, where);
       if (f.type == Type::kMessage) {
-        std::string n = fp.type_name.substr(fp.type_name.starts_with('.') ? 1 : 0);
+        std::string_view n = fp.type_name.substr(fp.type_name.starts_with('.') ? 1 : 0);
         auto entry = map_entries.find(n);
         if (entry != map_entries.end()) {
           f.is_map = true;
           f.repeated = false;
           const MessageProto& e = *entry->second;
           if (e.fields.size() != 2 || scalar_type(e.fields[0].type, where) != Type::kString)
-            throw std::runtime_error(where + ": map keys must be strings");
+            throw std::runtime_error(where.str() + ": map keys must be strings");
           f.map_value = scalar_type(e.fields[1].type, where);
           if (f.map_value == Type::kMessage) f.message = resolve(e.fields[1].type_name, where);
         } else {

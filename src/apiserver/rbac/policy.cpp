@@ -83,10 +83,24 @@ std::string describe_subject(const Subject& s, std::string_view binding_ns) {
 }  // namespace
 
 std::shared_ptr<const Policy> Policy::compile(const Objects& objects) {
+  ObjectRefs refs;
+  auto borrow = [](const std::vector<json>& from, std::vector<const json*>& to) {
+    to.reserve(from.size());
+    for (const json& o : from) to.push_back(&o);
+  };
+  borrow(objects.roles, refs.roles);
+  borrow(objects.cluster_roles, refs.cluster_roles);
+  borrow(objects.role_bindings, refs.role_bindings);
+  borrow(objects.cluster_role_bindings, refs.cluster_role_bindings);
+  return compile(refs);
+}
+
+std::shared_ptr<const Policy> Policy::compile(const ObjectRefs& objects) {
   std::shared_ptr<Policy> p(new Policy());
 
   std::map<std::string, RawClusterRole> raw;
-  for (const json& role : objects.cluster_roles) {
+  for (const json* role_ptr : objects.cluster_roles) {
+    const json& role = *role_ptr;
     if (!role.is_object()) continue;
     RawClusterRole r;
     const json& m = meta(role);
@@ -105,7 +119,8 @@ std::shared_ptr<const Policy> Policy::compile(const Objects& objects) {
   std::set<std::string> busy;
   for (const auto& entry : raw) aggregate(entry.first, raw, busy, p->cluster_roles_);
 
-  for (const json& role : objects.roles) {
+  for (const json* role_ptr : objects.roles) {
+    const json& role = *role_ptr;
     if (!role.is_object()) continue;
     const json& m = meta(role);
     p->roles_[str(m, "namespace") + "/" + str(m, "name")] = read_rules(role);
@@ -136,11 +151,11 @@ std::shared_ptr<const Policy> Policy::compile(const Objects& objects) {
     }
     return b;
   };
-  for (const json& obj : objects.cluster_role_bindings)
-    if (obj.is_object()) p->cluster_bindings_.push_back(read_binding(obj, true));
-  for (const json& obj : objects.role_bindings) {
-    if (!obj.is_object()) continue;
-    Binding b = read_binding(obj, false);
+  for (const json* obj : objects.cluster_role_bindings)
+    if (obj->is_object()) p->cluster_bindings_.push_back(read_binding(*obj, true));
+  for (const json* obj : objects.role_bindings) {
+    if (!obj->is_object()) continue;
+    Binding b = read_binding(*obj, false);
     p->role_bindings_[b.ns].push_back(std::move(b));
   }
   return p;

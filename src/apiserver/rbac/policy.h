@@ -101,11 +101,21 @@ struct Objects {
   std::vector<json> cluster_role_bindings;
 };
 
+// The same, borrowed: the objects live elsewhere (the authorizer's cache of
+// parsed objects) for the length of compile().
+struct ObjectRefs {
+  std::vector<const json*> roles;
+  std::vector<const json*> cluster_roles;
+  std::vector<const json*> role_bindings;
+  std::vector<const json*> cluster_role_bindings;
+};
+
 class Policy {
  public:
   // Compiles the objects. Malformed parts (a rule of the wrong type, a bad
   // aggregation selector) grant nothing; they never fail the whole policy.
   static std::shared_ptr<const Policy> compile(const Objects& objects);
+  static std::shared_ptr<const Policy> compile(const ObjectRefs& objects);
 
   // Allows the request if a ClusterRoleBinding, or a RoleBinding in the
   // request's namespace, binds the user (or one of its groups) to a role

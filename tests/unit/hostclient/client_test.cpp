@@ -102,14 +102,19 @@ TEST_CASE("tls-server-name localhost verifies against the serving certificate", 
   CHECK((*c)->call("GET", "/api/v1/namespaces").code == 200);
 }
 
+// Lists `coll`; its resourceVersion, to watch from.
+std::string list_revision(Client& c, const std::string& coll) {
+  Response list = c.call("GET", coll);
+  REQUIRE(list.code == 200);
+  return list.body["metadata"]["resourceVersion"];
+}
+
 TEST_CASE("watch delivers ADDED, MODIFIED and DELETED events", "[hostclient]") {
   HostServer host;
   auto c = host.admin_client();
   make_namespace(*c, "t");
   const std::string coll = "/api/v1/namespaces/t/configmaps";
-  Response list = c->call("GET", coll);
-  REQUIRE(list.code == 200);
-  std::string rv = list.body["metadata"]["resourceVersion"];
+  std::string rv = list_revision(*c, coll);
 
   std::mutex mu;
   std::vector<std::pair<std::string, std::string>> events;  // type, data.k
@@ -166,6 +171,33 @@ TEST_CASE("requests share kept-alive connections and may run concurrently", "[ho
   for (auto& t : threads) t.join();
   CHECK(ok == 80);
   CHECK(host.server->open_connections() <= 8);
+}
+
+TEST_CASE("a watch starts on the connection a list left idle", "[hostclient]") {
+  HostServer host;
+  auto c = host.admin_client();
+  make_namespace(*c, "t");
+  const std::string coll = "/api/v1/namespaces/t/configmaps";
+  std::string rv = list_revision(*c, coll);
+  REQUIRE(host.server->open_connections() == 1);
+  std::atomic<bool> started{false};
+  size_t while_watching = 0;
+  std::thread watcher([&] {
+    c->watch(coll + "?watch=1&resourceVersion=" + rv + "&timeoutSeconds=30",
+             [&](std::string_view, const json&) {
+               started = true;
+               return false;  // the first event ends the watch
+             });
+  });
+  // The watch is open well before this; a connection of its own would be
+  // the second.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  while_watching = host.server->open_connections();
+  auto other = host.admin_client();
+  REQUIRE(other->call("POST", coll, config_map("t", "a")).code == 201);
+  watcher.join();
+  CHECK(started);
+  CHECK(while_watching == 1);
 }
 
 }  // namespace
