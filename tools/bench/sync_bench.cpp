@@ -29,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "children.h"
 #include "vkube/hostclient/client.h"
 
 namespace {
@@ -57,19 +58,7 @@ struct Proc {
   void start(const std::vector<std::string>& argv, const std::string& out_path) {
     out = out_path;
     started = Clock::now();
-    std::fflush(stdout);  // or the child would print what is buffered again
-    pid = fork();
-    if (pid == 0) {
-      FILE* f = std::freopen(out_path.c_str(), "w", stdout);
-      FILE* e = std::freopen((out_path + ".log").c_str(), "w", stderr);
-      (void)f;
-      (void)e;
-      std::vector<char*> args;
-      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      execv(args[0], args.data());
-      _exit(127);
-    }
+    pid = vkube::bench::spawn_to_files(argv, out_path, out_path + ".log");
   }
   // Waits for "vkube is serving URL".
   bool wait_serving(std::chrono::seconds timeout) {

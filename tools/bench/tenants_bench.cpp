@@ -56,19 +56,8 @@ std::string read_file(const std::string& path) {
 
 // Runs argv to its end with stdout and stderr in `log`; the exit code.
 int run(const std::vector<std::string>& argv, const std::string& log) {
-  std::fflush(stdout);
-  pid_t pid = fork();
-  if (pid == 0) {
-    FILE* o = std::freopen(log.c_str(), "w", stdout);
-    FILE* e = std::freopen(log.c_str(), "a", stderr);
-    (void)o;
-    (void)e;
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
-  }
+  pid_t pid = vkube::bench::spawn_to_files(argv, log, log);
+  if (pid < 0) return 127;
   int status = 0;
   waitpid(pid, &status, 0);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
