@@ -222,9 +222,14 @@ class TenantImpl final : public Tenant {
   void compact_loop() {
     storage::Revision previous = 0;
     std::unique_lock lock(mu_);
+    // Most of the code start-up ran (store recovery, certificates, schema
+    // and policy loading) never runs again: half a second after ready, give
+    // it back cheaply; what the first clients use faults back in.
+    if (cv_.wait_for(lock, std::chrono::milliseconds(500), [&] { return stopping_; })) return;
+    release_code_pages();
     // Once start-up's aftermath (first clients, the syncer's first lists) is
     // over, what it touched goes back too.
-    if (cv_.wait_for(lock, std::chrono::seconds(10), [&] { return stopping_; })) return;
+    if (cv_.wait_for(lock, std::chrono::milliseconds(9500), [&] { return stopping_; })) return;
     malloc_trim(0);
     release_file_pages();
     while (!cv_.wait_for(lock, std::chrono::minutes(5), [&] { return stopping_; })) {

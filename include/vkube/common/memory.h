@@ -16,4 +16,11 @@ namespace vkube {
 // that were resident in the mappings released.
 size_t release_file_pages();
 
+// The same for executable mappings only (code is never written, so no
+// private copies to check for), read from /proc/self/maps instead of
+// smaps: it costs tens of microseconds rather than milliseconds, cheap
+// enough to run soon after start-up while hundreds of tenants start.
+// Returns the bytes of the mappings released (resident or not).
+size_t release_code_pages();
+
 }  // namespace vkube
