@@ -20,7 +20,8 @@ int64_t resident_kib_at(const void* address) {
   int64_t rss = -1;
   while (std::fgets(line, sizeof line, in) != nullptr) {
     unsigned long long start = 0, end = 0;
-    if (std::sscanf(line, "%llx-%llx ", &start, &end) == 2 && std::strchr(line, '-') < std::strchr(line, ' ')) {
+    if (std::sscanf(line, "%llx-%llx ", &start, &end) == 2 &&
+        std::strchr(line, '-') < std::strchr(line, ' ')) {
       inside = start <= at && at < end;
       continue;
     }
