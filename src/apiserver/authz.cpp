@@ -23,18 +23,16 @@ void raise_to(std::atomic<storage::Revision>& target, storage::Revision value) {
   }
 }
 
-// Sorts a stored RBAC object into its kind by its key.
-void add_object(std::string_view key, const json& obj, rbac::ObjectRefs& out) {
+// The kind of a stored RBAC object, from its key; nullopt for none of the four.
+std::optional<rbac::CompiledObject::Kind> kind_of(std::string_view key) {
+  using Kind = rbac::CompiledObject::Kind;
   std::string_view rest = key.substr(kRbacPrefix.size());
   std::string_view plural = rest.substr(0, rest.find('/'));
-  if (plural == "roles")
-    out.roles.push_back(&obj);
-  else if (plural == "rolebindings")
-    out.role_bindings.push_back(&obj);
-  else if (plural == "clusterroles")
-    out.cluster_roles.push_back(&obj);
-  else if (plural == "clusterrolebindings")
-    out.cluster_role_bindings.push_back(&obj);
+  if (plural == "roles") return Kind::kRole;
+  if (plural == "rolebindings") return Kind::kRoleBinding;
+  if (plural == "clusterroles") return Kind::kClusterRole;
+  if (plural == "clusterrolebindings") return Kind::kClusterRoleBinding;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -100,10 +98,12 @@ Result<std::shared_ptr<const rbac::Policy>> Authorizer::policy() {
   o.prefix = std::string(kRbacPrefix);
   auto listed = backend_->list(o);
   if (!listed.is_ok()) return listed.status();
-  // Objects unchanged since the last build are not parsed again: with a
-  // hundred tenants' roles and bindings on a host, parsing them all at each
+  // Objects unchanged since the last build are not read again: with a
+  // hundred tenants' roles and bindings on a host, reading them all at each
   // RBAC write was most of what admitting a tenant cost there.
   std::map<std::string, ParsedObject, std::less<>> parsed;
+  rbac::CompiledObjects objects;
+  objects.reserve(listed->items.size());
   for (storage::KeyValue& kv : listed->items) {
     auto old = parsed_.find(kv.key);
     ParsedObject entry;
@@ -111,14 +111,13 @@ Result<std::shared_ptr<const rbac::Policy>> Authorizer::policy() {
       entry = std::move(old->second);
     } else {
       entry.mod_revision = kv.mod_revision;
-      entry.object = json::parse(kv.value, nullptr, false);
+      if (auto kind = kind_of(kv.key))
+        entry.object = rbac::CompiledObject::read(*kind, json::parse(kv.value, nullptr, false));
     }
+    if (entry.object) objects.push_back(entry.object);
     parsed.emplace(std::move(kv.key), std::move(entry));
   }
   parsed_ = std::move(parsed);
-  rbac::ObjectRefs objects;
-  for (const auto& [key, entry] : parsed_)
-    if (entry.object.is_object()) add_object(key, entry.object, objects);
   std::shared_ptr<const rbac::Policy> p = rbac::Policy::compile(objects);
   std::lock_guard lock(mu_);
   policy_ = p;

@@ -61,10 +61,10 @@ class Authorizer {
   std::mutex rebuild_mu_;                  // one rebuild at a time; guards the rest
   std::unique_ptr<storage::Watch> watch_;
   bool shut_down_ = false;
-  // The RBAC objects of the last build, parsed, by key.
+  // The RBAC objects of the last build, read, by key.
   struct ParsedObject {
     storage::Revision mod_revision = 0;
-    json object;
+    std::shared_ptr<const rbac::CompiledObject> object;  // null: grants nothing
   };
   std::map<std::string, ParsedObject, std::less<>> parsed_;
 };

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
+#include <string_view>
+#include <unordered_map>
 #include <utility>
 
 namespace vkube::storage {
@@ -20,6 +23,30 @@ struct WatchHub::Core {
   bool closed = false;
   std::deque<EventPtr> recent;               // contiguous revisions, oldest first
   std::unordered_set<HubWatcher*> watchers;  // registered, live or catching up
+  // The same watchers by prefix length, then prefix: publish() looks up each
+  // event's key cut to each length instead of testing every watcher (a host
+  // with a hundred tenants holds many hundreds, each on its own namespace).
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+  };
+  using Table = std::unordered_map<std::string, std::vector<HubWatcher*>, Hash, std::equal_to<>>;
+  std::map<size_t, Table> by_prefix;
+
+  void add(HubWatcher* w, std::string_view prefix) {
+    watchers.insert(w);
+    by_prefix[prefix.size()][std::string(prefix)].push_back(w);
+  }
+  void remove(HubWatcher* w, std::string_view prefix) {
+    if (watchers.erase(w) == 0) return;
+    auto table = by_prefix.find(prefix.size());
+    if (table == by_prefix.end()) return;
+    auto list = table->second.find(prefix);
+    if (list == table->second.end()) return;
+    std::erase(list->second, w);
+    if (list->second.empty()) table->second.erase(list);
+    if (table->second.empty()) by_prefix.erase(table);
+  }
 };
 
 namespace {
@@ -31,7 +58,7 @@ class HubWatcher final : public Watch {
 
   ~HubWatcher() override {
     std::lock_guard hub_lock(core_->mu);
-    core_->watchers.erase(this);
+    core_->remove(this, prefix_);
   }
 
   const std::string& prefix() const { return prefix_; }
@@ -126,7 +153,7 @@ class HubWatcher final : public Watch {
   void cancel() override {
     {
       std::lock_guard hub_lock(core_->mu);
-      core_->watchers.erase(this);
+      core_->remove(this, prefix_);
     }
     end(Status::cancelled("watch cancelled"));
   }
@@ -191,14 +218,20 @@ void WatchHub::publish(const std::vector<EventPtr>& events) {
   core_->last = events.back()->kv.mod_revision;
   // Every watcher holds the events before any notifier runs: a notifier
   // that reads another watch (the watch cache catching up) finds them there.
+  // Events in order, so each watcher's queue stays in revision order.
   std::vector<HubWatcher*> touched;
-  for (HubWatcher* w : core_->watchers) {
-    bool any = false;
-    for (const EventPtr& e : events) {
-      if (w->matches(*e)) any |= w->push(e, core_->buffer_limit);
+  for (const EventPtr& e : events) {
+    std::string_view key = e->kv.key;
+    for (const auto& [length, table] : core_->by_prefix) {
+      if (length > key.size()) break;
+      auto found = table.find(key.substr(0, length));
+      if (found == table.end()) continue;
+      for (HubWatcher* w : found->second)
+        if (w->matches(*e) && w->push(e, core_->buffer_limit)) touched.push_back(w);
     }
-    if (any) touched.push_back(w);
   }
+  std::sort(touched.begin(), touched.end());
+  touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
   for (HubWatcher* w : touched) w->notify();
 }
 
@@ -220,7 +253,7 @@ std::unique_ptr<Watch> WatchHub::subscribe(std::string prefix, Revision after,
       w->set_replay(std::move(reader), after, core_->last);
     }
   }
-  core_->watchers.insert(w.get());
+  core_->add(w.get(), w->prefix());
   return w;
 }
 
@@ -230,6 +263,7 @@ void WatchHub::close() {
     std::lock_guard lock(core_->mu);
     core_->closed = true;
     watchers.swap(core_->watchers);
+    core_->by_prefix.clear();
     // Held while ending them: a watcher's destructor takes this lock, so
     // none is freed under us. Notifiers are quick by contract (as in publish).
     for (HubWatcher* w : watchers) w->end(Status::cancelled("store is closed"));

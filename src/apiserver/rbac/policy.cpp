@@ -33,34 +33,29 @@ void add_unique(std::vector<PolicyRule>& to, const std::vector<PolicyRule>& rule
     if (std::find(to.begin(), to.end(), r) == to.end()) to.push_back(r);
 }
 
-// A ClusterRole as read, before aggregation.
-struct RawClusterRole {
-  json labels;
-  std::vector<api::LabelSelector> selectors;  // of its aggregationRule
-  std::vector<PolicyRule> rules;
-};
+using Rules = std::shared_ptr<const std::vector<PolicyRule>>;
+using RawClusterRoles = std::map<std::string_view, const CompiledObject*>;
 
 // A ClusterRole's rules: its own, plus (with an aggregationRule) those of
 // every other ClusterRole whose labels one of its selectors matches, as
-// kube's aggregation controller would have written them. `busy` breaks cycles.
-const std::vector<PolicyRule>& aggregate(
-    const std::string& name, const std::map<std::string, RawClusterRole>& raw,
-    std::set<std::string>& busy,
-    std::map<std::string, std::vector<PolicyRule>, std::less<>>& done) {
+// kube's aggregation controller would have written them. `busy` breaks
+// cycles. A role without an aggregationRule shares its compiled rules.
+const Rules& aggregate(std::string_view name, const RawClusterRoles& raw,
+                       std::set<std::string_view>& busy,
+                       std::map<std::string, Rules, std::less<>>& done) {
   if (auto it = done.find(name); it != done.end()) return it->second;
-  const RawClusterRole& role = raw.at(name);
-  std::vector<PolicyRule> rules = role.rules;
-  if (!role.selectors.empty()) {
-    busy.insert(name);
-    for (const auto& [other, candidate] : raw) {
-      if (other == name || busy.contains(other)) continue;
-      bool selected = false;
-      for (const api::LabelSelector& s : role.selectors) selected |= s.matches(candidate.labels);
-      if (selected) add_unique(rules, aggregate(other, raw, busy, done));
-    }
-    busy.erase(name);
+  const CompiledObject& role = *raw.at(name);
+  if (role.selectors.empty()) return done[std::string(name)] = role.rules;
+  auto rules = std::make_shared<std::vector<PolicyRule>>(*role.rules);
+  busy.insert(name);
+  for (const auto& [other, candidate] : raw) {
+    if (other == name || busy.contains(other)) continue;
+    bool selected = false;
+    for (const api::LabelSelector& s : role.selectors) selected |= s.matches(candidate->labels);
+    if (selected) add_unique(*rules, *aggregate(other, raw, busy, done));
   }
-  return done[name] = std::move(rules);
+  busy.erase(name);
+  return done[std::string(name)] = std::move(rules);
 }
 
 std::vector<Subject> read_subjects(const json& binding) {
@@ -82,68 +77,84 @@ std::string describe_subject(const Subject& s, std::string_view binding_ns) {
 
 }  // namespace
 
-std::shared_ptr<const Policy> Policy::compile(const Objects& objects) {
-  ObjectRefs refs;
-  auto borrow = [](const std::vector<json>& from, std::vector<const json*>& to) {
-    to.reserve(from.size());
-    for (const json& o : from) to.push_back(&o);
-  };
-  borrow(objects.roles, refs.roles);
-  borrow(objects.cluster_roles, refs.cluster_roles);
-  borrow(objects.role_bindings, refs.role_bindings);
-  borrow(objects.cluster_role_bindings, refs.cluster_role_bindings);
-  return compile(refs);
+std::shared_ptr<const CompiledObject> CompiledObject::read(Kind kind, const json& obj) {
+  if (!obj.is_object()) return nullptr;
+  auto c = std::make_shared<CompiledObject>();
+  c->kind = kind;
+  const json& m = meta(obj);
+  c->name = str(m, "name");
+  switch (kind) {
+    case Kind::kClusterRole:
+      c->labels = m.contains("labels") ? m["labels"] : json::object();
+      if (auto agg = obj.find("aggregationRule"); agg != obj.end() && agg->is_object()) {
+        const json selectors = agg->value("clusterRoleSelectors", json::array());
+        for (const json& sel : selectors.is_array() ? selectors : json::array()) {
+          if (!sel.is_object()) continue;  // a null selector selects nothing
+          auto parsed = api::LabelSelector::from_json(sel);
+          if (parsed.is_ok()) c->selectors.push_back(std::move(parsed).value());
+        }
+      }
+      [[fallthrough]];
+    case Kind::kRole:
+      if (kind == Kind::kRole) c->ns = str(m, "namespace");
+      c->rules = std::make_shared<const std::vector<PolicyRule>>(read_rules(obj));
+      break;
+    case Kind::kRoleBinding:
+      c->ns = str(m, "namespace");
+      [[fallthrough]];
+    case Kind::kClusterRoleBinding: {
+      const json ref = obj.value("roleRef", json::object());
+      c->role_kind = ref.is_object() ? str(ref, "kind") : "";
+      c->role_name = ref.is_object() ? str(ref, "name") : "";
+      c->subjects = read_subjects(obj);
+      break;
+    }
+  }
+  return c;
 }
 
-std::shared_ptr<const Policy> Policy::compile(const ObjectRefs& objects) {
+std::shared_ptr<const Policy> Policy::compile(const Objects& objects) {
+  CompiledObjects compiled;
+  auto read_all = [&](const std::vector<json>& from, CompiledObject::Kind kind) {
+    for (const json& o : from)
+      if (auto c = CompiledObject::read(kind, o)) compiled.push_back(std::move(c));
+  };
+  read_all(objects.cluster_roles, CompiledObject::Kind::kClusterRole);
+  read_all(objects.roles, CompiledObject::Kind::kRole);
+  read_all(objects.cluster_role_bindings, CompiledObject::Kind::kClusterRoleBinding);
+  read_all(objects.role_bindings, CompiledObject::Kind::kRoleBinding);
+  return compile(compiled);
+}
+
+std::shared_ptr<const Policy> Policy::compile(const CompiledObjects& objects) {
+  using Kind = CompiledObject::Kind;
   std::shared_ptr<Policy> p(new Policy());
 
-  std::map<std::string, RawClusterRole> raw;
-  for (const json* role_ptr : objects.cluster_roles) {
-    const json& role = *role_ptr;
-    if (!role.is_object()) continue;
-    RawClusterRole r;
-    const json& m = meta(role);
-    r.labels = m.contains("labels") ? m["labels"] : json::object();
-    r.rules = read_rules(role);
-    if (auto agg = role.find("aggregationRule"); agg != role.end() && agg->is_object()) {
-      const json selectors = agg->value("clusterRoleSelectors", json::array());
-      for (const json& sel : selectors.is_array() ? selectors : json::array()) {
-        if (!sel.is_object()) continue;  // a null selector selects nothing
-        auto parsed = api::LabelSelector::from_json(sel);
-        if (parsed.is_ok()) r.selectors.push_back(std::move(parsed).value());
-      }
-    }
-    raw[str(m, "name")] = std::move(r);
-  }
-  std::set<std::string> busy;
+  RawClusterRoles raw;
+  for (const auto& o : objects)
+    if (o && o->kind == Kind::kClusterRole) raw[o->name] = o.get();
+  std::set<std::string_view> busy;
   for (const auto& entry : raw) aggregate(entry.first, raw, busy, p->cluster_roles_);
 
-  for (const json* role_ptr : objects.roles) {
-    const json& role = *role_ptr;
-    if (!role.is_object()) continue;
-    const json& m = meta(role);
-    p->roles_[str(m, "namespace") + "/" + str(m, "name")] = read_rules(role);
-  }
+  for (const auto& o : objects)
+    if (o && o->kind == Kind::kRole) p->roles_[o->ns + "/" + o->name] = o->rules;
 
-  auto read_binding = [&](const json& obj, bool cluster) {
+  auto read_binding = [&](const CompiledObject& obj, bool cluster) {
     Binding b;
-    const json& m = meta(obj);
     b.cluster = cluster;
-    b.name = str(m, "name");
-    b.ns = cluster ? "" : str(m, "namespace");
-    const json ref = obj.value("roleRef", json::object());
-    b.role_kind = ref.is_object() ? str(ref, "kind") : "";
-    b.role_name = ref.is_object() ? str(ref, "name") : "";
-    b.subjects = read_subjects(obj);
+    b.name = obj.name;
+    b.ns = cluster ? "" : obj.ns;
+    b.role_kind = obj.role_kind;
+    b.role_name = obj.role_name;
+    b.subjects = obj.subjects;
     if (b.role_kind == "ClusterRole") {
       if (auto it = p->cluster_roles_.find(b.role_name); it != p->cluster_roles_.end())
-        b.rules = &it->second;
+        b.rules = it->second.get();
       else
         b.error = "clusterrole.rbac.authorization.k8s.io " + go_quote(b.role_name) + " not found";
     } else if (b.role_kind == "Role" && !cluster) {
       if (auto it = p->roles_.find(b.ns + "/" + b.role_name); it != p->roles_.end())
-        b.rules = &it->second;
+        b.rules = it->second.get();
       else
         b.error = "role.rbac.authorization.k8s.io " + go_quote(b.role_name) + " not found";
     } else {
@@ -151,11 +162,12 @@ std::shared_ptr<const Policy> Policy::compile(const ObjectRefs& objects) {
     }
     return b;
   };
-  for (const json* obj : objects.cluster_role_bindings)
-    if (obj->is_object()) p->cluster_bindings_.push_back(read_binding(*obj, true));
-  for (const json* obj : objects.role_bindings) {
-    if (!obj->is_object()) continue;
-    Binding b = read_binding(*obj, false);
+  for (const auto& o : objects)
+    if (o && o->kind == Kind::kClusterRoleBinding)
+      p->cluster_bindings_.push_back(read_binding(*o, true));
+  for (const auto& o : objects) {
+    if (!o || o->kind != Kind::kRoleBinding) continue;
+    Binding b = read_binding(*o, false);
     p->role_bindings_[b.ns].push_back(std::move(b));
   }
   return p;
@@ -222,13 +234,13 @@ UserRules Policy::rules_for(std::string_view user, const std::vector<std::string
 
 const std::vector<PolicyRule>* Policy::cluster_role_rules(std::string_view name) const {
   auto it = cluster_roles_.find(name);
-  return it == cluster_roles_.end() ? nullptr : &it->second;
+  return it == cluster_roles_.end() ? nullptr : it->second.get();
 }
 
 const std::vector<PolicyRule>* Policy::role_rules(std::string_view ns,
                                                   std::string_view name) const {
   auto it = roles_.find(std::string(ns) + "/" + std::string(name));
-  return it == roles_.end() ? nullptr : &it->second;
+  return it == roles_.end() ? nullptr : it->second.get();
 }
 
 }  // namespace vkube::apiserver::rbac

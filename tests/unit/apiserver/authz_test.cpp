@@ -120,6 +120,57 @@ TEST_CASE("a token user is refused until a role binding grants, in its namespace
   CHECK(f.call("alice-token", "GET", "/api/v1/namespaces/team/pods").status == 403);
 }
 
+TEST_CASE("a changed role or cluster role changes what its bindings grant at once", "[apiserver]") {
+  Fixture f;
+  const std::string roles = "/apis/rbac.authorization.k8s.io/v1/namespaces/team/roles";
+  REQUIRE(f.admin("POST", roles, pod_reader_role("team")).status == 201);
+  REQUIRE(f.admin("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/team/rolebindings",
+                  binding_to_alice("team"))
+              .status == 201);
+  // Another namespace's role, unchanged throughout: its grant stays.
+  REQUIRE(f.admin("POST", "/api/v1/namespaces", json{{"metadata", {{"name", "lab"}}}}).status ==
+          201);
+  REQUIRE(f.admin("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/lab/roles",
+                  pod_reader_role("lab"))
+              .status == 201);
+  REQUIRE(f.admin("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/lab/rolebindings",
+                  binding_to_alice("lab"))
+              .status == 201);
+  CHECK(f.call("alice-token", "GET", "/api/v1/namespaces/team/pods").status == 200);
+
+  // The role loses "list": the binding (unchanged) no longer grants it.
+  json patch = {{"rules", {{{"apiGroups", {""}}, {"resources", {"pods"}}, {"verbs", {"get"}}}}}};
+  http::Request req = testing::request("PATCH", roles + "/pod-reader");
+  req.peer = http::PeerCertificate{"kubernetes-admin", {"system:masters"}};
+  req.headers.push_back({"Content-Type", "application/merge-patch+json"});
+  req.body = patch.dump();
+  REQUIRE(f.api->handle(req).status == 200);
+  CHECK(f.call("alice-token", "GET", "/api/v1/namespaces/team/pods").status == 403);
+  CHECK(f.call("alice-token", "GET", "/api/v1/namespaces/team/pods/x").status == 404);
+  CHECK(f.call("alice-token", "GET", "/api/v1/namespaces/lab/pods").status == 200);
+
+  // A cluster role bound cluster-wide, then given nodes: alice lists them.
+  const std::string cluster_roles = "/apis/rbac.authorization.k8s.io/v1/clusterroles";
+  json node_reader = {
+      {"metadata", {{"name", "node-reader"}}},
+      {"rules", {{{"apiGroups", {""}}, {"resources", {"nodes"}}, {"verbs", {"get"}}}}}};
+  REQUIRE(f.admin("POST", cluster_roles, node_reader).status == 201);
+  json crb = {{"metadata", {{"name", "alice-nodes"}}},
+              {"roleRef",
+               {{"apiGroup", "rbac.authorization.k8s.io"},
+                {"kind", "ClusterRole"},
+                {"name", "node-reader"}}},
+              {"subjects",
+               {{{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "User"}, {"name", "alice"}}}}};
+  REQUIRE(f.admin("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", crb).status ==
+          201);
+  CHECK(f.call("alice-token", "GET", "/api/v1/nodes").status == 403);
+  node_reader["rules"][0]["verbs"] = {"get", "list"};
+  REQUIRE(f.admin("PUT", cluster_roles + "/node-reader", node_reader).status == 200);
+  CHECK(f.call("alice-token", "GET", "/api/v1/nodes").status == 200);
+  CHECK(f.call("alice-token", "GET", "/api/v1/namespaces/lab/pods").status == 200);
+}
+
 TEST_CASE("resourceNames grant one object, also to a list or watch selecting it by name",
           "[apiserver]") {
   Fixture f;
@@ -131,8 +182,9 @@ TEST_CASE("resourceNames grant one object, also to a list or watch selecting it 
                     {"resources", {"configmaps"}},
                     {"resourceNames", {"settings"}},
                     {"verbs", {"get", "list"}}}};
-  REQUIRE(f.admin("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/team/roles", role)
-              .status == 201);
+  REQUIRE(
+      f.admin("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/team/roles", role).status ==
+      201);
   REQUIRE(f.admin("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/team/rolebindings",
                   binding_to_alice("team"))
               .status == 201);
@@ -142,8 +194,9 @@ TEST_CASE("resourceNames grant one object, also to a list or watch selecting it 
                "/api/v1/namespaces/team/configmaps?fieldSelector=metadata.name%3Dsettings")
             .status == 200);
   json listed = parse(f.call("alice-token", "GET", "/api/v1/namespaces/team/configmaps"));
-  CHECK(listed["message"] == "configmaps is forbidden: User \"alice\" cannot list resource "
-                             "\"configmaps\" in API group \"\" in the namespace \"team\"");
+  CHECK(listed["message"] ==
+        "configmaps is forbidden: User \"alice\" cannot list resource "
+        "\"configmaps\" in API group \"\" in the namespace \"team\"");
 }
 
 TEST_CASE("groups from the token file and the view role", "[apiserver]") {
@@ -356,15 +409,20 @@ TEST_CASE("self reviews: can-i, rules and whoami", "[apiserver]") {
 
 TEST_CASE("an apply that creates needs the create verb as well as patch", "[apiserver]") {
   Fixture f;
-  json role = {{"apiVersion", "rbac.authorization.k8s.io/v1"},
-               {"kind", "Role"},
-               {"metadata", {{"name", "cm-patcher"}, {"namespace", "team"}}},
-               {"rules", {{{"apiGroups", {""}}, {"resources", {"configmaps"}}, {"verbs", {"get", "patch"}}}}}};
-  REQUIRE(f.admin("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/team/roles", role).status == 201);
+  json role = {
+      {"apiVersion", "rbac.authorization.k8s.io/v1"},
+      {"kind", "Role"},
+      {"metadata", {{"name", "cm-patcher"}, {"namespace", "team"}}},
+      {"rules",
+       {{{"apiGroups", {""}}, {"resources", {"configmaps"}}, {"verbs", {"get", "patch"}}}}}};
+  REQUIRE(
+      f.admin("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/team/roles", role).status ==
+      201);
   json binding = binding_to_alice("team");
   binding["roleRef"]["name"] = "cm-patcher";
-  REQUIRE(f.admin("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/team/rolebindings", binding).status ==
-          201);
+  REQUIRE(
+      f.admin("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/team/rolebindings", binding)
+          .status == 201);
   auto apply = [&] {
     http::Request req =
         testing::request("PATCH", "/api/v1/namespaces/team/configmaps/applied?fieldManager=alice");
@@ -377,8 +435,9 @@ TEST_CASE("an apply that creates needs the create verb as well as patch", "[apis
   CHECK(denied.status == 403);
   CHECK_THAT(denied.body, Catch::Contains("cannot create resource \\\"configmaps\\\""));
   role["rules"][0]["verbs"].push_back("create");
-  REQUIRE(f.admin("PUT", "/apis/rbac.authorization.k8s.io/v1/namespaces/team/roles/cm-patcher", role).status ==
-          200);
+  REQUIRE(
+      f.admin("PUT", "/apis/rbac.authorization.k8s.io/v1/namespaces/team/roles/cm-patcher", role)
+          .status == 200);
   CHECK(apply().status == 201);
 }
 

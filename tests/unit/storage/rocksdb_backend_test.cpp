@@ -60,6 +60,53 @@ TEST_CASE("a watcher that falls behind is ended alone", "[storage]") {
   CHECK(b->create("/q/after", "v").is_ok());
 }
 
+TEST_CASE("watchers get the events under their prefix, whatever others watch", "[storage]") {
+  TempDir dir;
+  auto b = open_at(dir.path());
+  // Nested, equal, unrelated and not-at-a-slash prefixes.
+  auto all = b->watch("/", 0);
+  auto pods = b->watch("/pods/", 0);
+  auto team_a = b->watch("/pods/team-a/", 0);
+  auto team_a_too = b->watch("/pods/team-a/", 0);
+  auto team_b = b->watch("/pods/team-b/", 0);
+  auto web = b->watch("/pods/team-a/web", 0);
+  auto secrets = b->watch("/secrets/", 0);
+  for (auto* w : {&all, &pods, &team_a, &team_a_too, &team_b, &web, &secrets}) REQUIRE(w->is_ok());
+  // One watcher of a shared prefix leaves: the other stays subscribed.
+  (*team_a_too)->cancel();
+
+  REQUIRE(b->create("/pods/team-a/web-1", "v").is_ok());
+  REQUIRE(b->create("/pods/team-b/db-1", "v").is_ok());
+  REQUIRE(b->create("/pods/team-a/api-1", "v").is_ok());
+  REQUIRE(b->create("/secrets/team-a/s", "v").is_ok());
+
+  auto keys = [](std::unique_ptr<Watch>& w) {
+    std::vector<EventPtr> got;
+    Status s = w->poll(&got, 0ms);
+    std::vector<std::string> out;
+    for (const EventPtr& e : got) out.push_back(e->kv.key);
+    if (!s.is_ok()) out.push_back("end: " + s.message());
+    return out;
+  };
+  using V = std::vector<std::string>;
+  CHECK(keys(*all) ==
+        V{"/pods/team-a/web-1", "/pods/team-b/db-1", "/pods/team-a/api-1", "/secrets/team-a/s"});
+  CHECK(keys(*pods) == V{"/pods/team-a/web-1", "/pods/team-b/db-1", "/pods/team-a/api-1"});
+  CHECK(keys(*team_a) == V{"/pods/team-a/web-1", "/pods/team-a/api-1"});
+  CHECK(keys(*team_b) == V{"/pods/team-b/db-1"});
+  CHECK(keys(*web) == V{"/pods/team-a/web-1"});
+  CHECK(keys(*secrets) == V{"/secrets/team-a/s"});
+  CHECK(keys(*team_a_too) == V{"end: watch cancelled"});
+
+  // A watcher gone (destroyed) leaves the others of its prefix working.
+  team_a->reset();
+  auto team_a_again = b->watch("/pods/team-a/", 0);
+  REQUIRE(team_a_again.is_ok());
+  REQUIRE(b->create("/pods/team-a/api-2", "v").is_ok());
+  CHECK(keys(*team_a_again) == V{"/pods/team-a/api-2"});
+  CHECK(keys(*pods) == V{"/pods/team-a/api-2"});
+}
+
 TEST_CASE("a store whose creation was cut short is created on the next start", "[storage]") {
   TempDir dir;
   {
@@ -136,7 +183,8 @@ TEST_CASE("stores that cannot be opened give clear errors", "[storage]") {
 TEST_CASE("online backup and restore keep data, history and revisions", "[storage]") {
   TempDir dir;
   auto b = open_at(dir.sub("live"));
-  for (int i = 0; i < 200; ++i) REQUIRE(b->create("/b/" + std::to_string(i), "v" + std::to_string(i)).is_ok());
+  for (int i = 0; i < 200; ++i)
+    REQUIRE(b->create("/b/" + std::to_string(i), "v" + std::to_string(i)).is_ok());
   REQUIRE(b->update("/b/1", "changed", 0).is_ok());
 
   // Writers keep going during the backup.
@@ -175,7 +223,8 @@ TEST_CASE("online backup and restore keep data, history and revisions", "[storag
     stop = true;
     writer.join();
     REQUIRE(backup_backend(*b, dir.sub("backup")).is_ok());
-    CHECK(restore_store(dir.sub("backup"), dir.sub("live")).status().code() == Code::kAlreadyExists);
+    CHECK(restore_store(dir.sub("backup"), dir.sub("live")).status().code() ==
+          Code::kAlreadyExists);
     CHECK(restore_store(dir.sub("nope"), dir.sub("new")).status().code() == Code::kNotFound);
   }
 }
