@@ -123,19 +123,14 @@ TEST_CASE("a token user is refused until a role binding grants, in its namespace
 TEST_CASE("a changed role or cluster role changes what its bindings grant at once", "[apiserver]") {
   Fixture f;
   const std::string roles = "/apis/rbac.authorization.k8s.io/v1/namespaces/team/roles";
-  REQUIRE(f.admin("POST", roles, pod_reader_role("team")).status == 201);
-  REQUIRE(f.admin("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/team/rolebindings",
-                  binding_to_alice("team"))
-              .status == 201);
-  // Another namespace's role, unchanged throughout: its grant stays.
+  // Alice reads pods in team, and in lab, whose role stays unchanged throughout.
   REQUIRE(f.admin("POST", "/api/v1/namespaces", json{{"metadata", {{"name", "lab"}}}}).status ==
           201);
-  REQUIRE(f.admin("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/lab/roles",
-                  pod_reader_role("lab"))
-              .status == 201);
-  REQUIRE(f.admin("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/lab/rolebindings",
-                  binding_to_alice("lab"))
-              .status == 201);
+  for (const std::string ns : {"team", "lab"}) {
+    const std::string base = "/apis/rbac.authorization.k8s.io/v1/namespaces/" + ns;
+    REQUIRE(f.admin("POST", base + "/roles", pod_reader_role(ns)).status == 201);
+    REQUIRE(f.admin("POST", base + "/rolebindings", binding_to_alice(ns)).status == 201);
+  }
   CHECK(f.call("alice-token", "GET", "/api/v1/namespaces/team/pods").status == 200);
 
   // The role loses "list": the binding (unchanged) no longer grants it.
