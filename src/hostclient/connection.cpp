@@ -249,10 +249,12 @@ class BeastConnection final : public Connection {
         return f;
       }
     }
+    tls_ctx_->offer_session(ssl);
     std::optional<error_code> done;
     tls_->async_handshake(ssl::stream_base::client, [&](error_code ec) { done = ec; });
     error_code ec = wait(done, deadline);
     if (!ec) return std::nullopt;
+    tls_ctx_->forget_session();
     Failure f = fail(ec, "TLS handshake with");
     // An OpenSSL error (untrusted certificate, wrong name, no common
     // protocol) repeats on every try; a reset or timeout may not.

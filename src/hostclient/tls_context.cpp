@@ -47,6 +47,17 @@ Result<std::shared_ptr<TlsContext>> make_tls_context(const Config& config) {
   SSL_CTX* native = tls->ctx.native_handle();
   SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION);
   SSL_CTX_set_options(native, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
+  // Sessions are kept by the TlsContext (see offer_session), not OpenSSL's cache.
+  SSL_CTX_set_session_cache_mode(native, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+  // Not the app data slot: Asio keeps its verify callback there.
+  static const int owner_index = SSL_CTX_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+  SSL_CTX_set_ex_data(native, owner_index, tls.get());
+  SSL_CTX_sess_set_new_cb(native, [](SSL* ssl, SSL_SESSION* session) -> int {
+    auto* owner = static_cast<TlsContext*>(SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), owner_index));
+    if (owner == nullptr || SSL_SESSION_is_resumable(session) != 1) return 0;
+    owner->keep_session(session);
+    return 1;  // ours now
+  });
   boost::system::error_code ec;
   if (config.insecure_skip_verify) {
     VKUBE_LOG(warn,

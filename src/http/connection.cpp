@@ -116,6 +116,8 @@ void Connection::on_handshake(error_code ec, size_t used) {
     return close_now();
   }
   buffer_.consume(used);
+  ++core_.tls_handshakes;
+  if (SSL_session_reused(tls_->native_handle()) == 1) ++core_.tls_resumptions;
   peer_ = verified_peer(tls_->native_handle());
   if (core_.stopping) return close_now();
   read_request();

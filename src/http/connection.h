@@ -53,6 +53,8 @@ class ServerCore {
   std::optional<WorkerPool> workers;             // runs handlers; made by Server once listening
   std::atomic<bool> stopping{false};             // shutdown began: no new requests or streams
   std::atomic<bool> abandon{false};              // grace is over: queued handlers are skipped
+  std::atomic<uint64_t> tls_handshakes{0};       // completed
+  std::atomic<uint64_t> tls_resumptions{0};      // of those, resumed sessions
 
   void add(const std::shared_ptr<Connection>& c);
   void remove(Connection* c);

@@ -109,6 +109,8 @@ class ServerImpl final : public Server {
   uint16_t port() const override { return port_; }
   void shutdown(std::chrono::milliseconds grace) override;
   size_t open_connections() const override { return core_.open(); }
+  uint64_t tls_handshakes() const override { return core_.tls_handshakes.load(); }
+  uint64_t tls_resumptions() const override { return core_.tls_resumptions.load(); }
 
  private:
   void accept();

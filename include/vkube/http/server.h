@@ -136,6 +136,10 @@ class Server {
   virtual void shutdown(std::chrono::milliseconds grace) = 0;
   // Connections accepted and not yet closed. Thread-safe.
   virtual size_t open_connections() const = 0;
+  // TLS handshakes completed, and those of them that resumed an earlier
+  // session (no certificate exchange). Thread-safe.
+  virtual uint64_t tls_handshakes() const = 0;
+  virtual uint64_t tls_resumptions() const = 0;
 };
 
 }  // namespace vkube::http

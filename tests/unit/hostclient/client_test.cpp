@@ -200,5 +200,39 @@ TEST_CASE("a watch starts on the connection a list left idle", "[hostclient]") {
   CHECK(while_watching == 1);
 }
 
+TEST_CASE("a client's later connections resume its TLS session, as the same user",
+          "[hostclient]") {
+  HostServer host;
+  auto c = host.admin_client();  // authenticated by its client certificate
+  make_namespace(*c, "t");
+  const std::string coll = "/api/v1/namespaces/t/configmaps";
+  std::string rv = list_revision(*c, coll);
+  REQUIRE(host.server->tls_handshakes() == 1);
+  CHECK(host.server->tls_resumptions() == 0);
+  std::atomic<bool> started{false};
+  std::thread watcher([&] {
+    c->watch(coll + "?watch=1&resourceVersion=" + rv + "&timeoutSeconds=30",
+             [&](std::string_view, const json&) {
+               started = true;
+               return false;
+             });
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // The watch holds the first connection: this write needs a second one,
+  // which resumes the session and is still the admin (writes need it).
+  Response created = c->call("POST", coll, config_map("t", "a"));
+  INFO(created.message());
+  CHECK(created.code == 201);
+  watcher.join();
+  CHECK(started);
+  CHECK(host.server->tls_handshakes() == 2);
+  CHECK(host.server->tls_resumptions() == 1);
+  // Another client (another process, as it were) starts afresh.
+  auto other = host.admin_client();
+  REQUIRE(other->call("GET", coll).code == 200);
+  CHECK(host.server->tls_handshakes() == 3);
+  CHECK(host.server->tls_resumptions() == 1);
+}
+
 }  // namespace
 }  // namespace vkube::hostclient
