@@ -1,10 +1,25 @@
 #include "vkube/controllers/work_queue.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace vkube::controllers {
 
+void WorkQueue::added_locked() {
+  if (shutting_down_) return;
+  any_added_ = true;
+  if (first_add_) std::exchange(first_add_, nullptr)();
+}
+
+void WorkQueue::on_first_add(std::function<void()> fn) {
+  std::lock_guard lock(mu_);
+  if (shutting_down_) return;
+  first_add_ = std::move(fn);
+  if (any_added_) std::exchange(first_add_, nullptr)();
+}
+
 void WorkQueue::push_locked(const std::string& key) {
+  added_locked();
   if (shutting_down_ || dirty_.count(key)) return;
   dirty_.insert(key);
   if (processing_.count(key)) return;  // queued again by done()
@@ -32,6 +47,7 @@ void WorkQueue::add_after(const std::string& key, std::chrono::milliseconds dela
         break;
       }
   }
+  added_locked();  // a worker must wait for it
   delayed_at_[key] = at;
   delayed_.emplace(at, key);
   cv_.notify_all();  // a waiting worker may need to wake earlier
@@ -139,7 +155,7 @@ void QueueWorkers::start(int max_workers) {
     std::lock_guard lock(mu_);
     max_ = static_cast<size_t>(std::max(1, max_workers));
   }
-  grow();
+  queue_.on_first_add([this] { grow(); });
 }
 
 void QueueWorkers::grow() {

@@ -41,6 +41,11 @@ class WorkQueue {
   bool get(std::string* key);
   void done(const std::string& key);
 
+  // Runs `fn` once, on the first key added (at once if one already was),
+  // under the queue's lock: QueueWorkers start their first thread only when
+  // there is work, so a controller that never gets any costs no thread.
+  void on_first_add(std::function<void()> fn);
+
   // Wakes every get() with false; later adds are ignored.
   void shutdown();
   size_t length();
@@ -55,6 +60,7 @@ class WorkQueue {
 
  private:
   void push_locked(const std::string& key);
+  void added_locked();
 
   std::mutex mu_;
   std::condition_variable cv_;
@@ -65,12 +71,15 @@ class WorkQueue {
   std::unordered_map<std::string, Clock::time_point> delayed_at_;
   std::unordered_map<std::string, int> failures_;
   bool shutting_down_ = false;
+  bool any_added_ = false;
+  std::function<void()> first_add_;  // cleared once run
 };
 
-// The threads that run a queue (WorkQueue::run): one at first, and another
-// whenever keys wait while every one is busy, up to a maximum. So an idle
-// tenant (hundreds share a machine) holds one thread per queue, and a
-// burst still gets the concurrency it needs.
+// The threads that run a queue (WorkQueue::run): none until the first key,
+// then one, and another whenever keys wait while every one is busy, up to a
+// maximum. So an idle tenant (hundreds share a machine) holds at most one
+// thread per queue, none for the controllers it never used, and a burst
+// still gets the concurrency it needs.
 class QueueWorkers {
  public:
   using Reconcile = std::function<Status(const std::string&)>;

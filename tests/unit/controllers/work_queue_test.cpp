@@ -1,5 +1,7 @@
 // The controllers' work queue: deduplication, no concurrent handling of one
 // key, delays and backoff.
+#include <atomic>
+
 #include <catch2/catch.hpp>
 
 #include <thread>
@@ -72,6 +74,46 @@ TEST_CASE("failures back off and forget resets them", "[controllers]") {
   CHECK(q.retries("x") == 2);
   q.forget("x");
   CHECK(q.retries("x") == 0);
+}
+
+TEST_CASE("queue workers start a thread only once there is work", "[controllers]") {
+  WorkQueue q;
+  std::atomic<int> handled{0};
+  QueueWorkers workers(
+      q,
+      [&](const std::string&) {
+        ++handled;
+        return Status::ok();
+      },
+      [](const std::string&, const Status&) {});
+  workers.start(4);
+  std::this_thread::sleep_for(20ms);
+  CHECK(workers.size() == 0);  // an unused controller costs no thread
+  q.add_after("later", 30ms);  // a delayed key needs a worker to wait for it
+  CHECK(workers.size() == 1);
+  q.add("now");
+  for (int i = 0; i < 200 && handled < 2; ++i) std::this_thread::sleep_for(5ms);
+  CHECK(handled == 2);
+  CHECK(workers.size() == 1);
+  workers.stop();
+  q.add("after stop");  // ignored, and starts nothing
+  CHECK(workers.size() == 0);
+}
+
+TEST_CASE("queue workers started after keys were added handle them", "[controllers]") {
+  WorkQueue q;
+  q.add("early");
+  std::atomic<int> handled{0};
+  QueueWorkers workers(
+      q,
+      [&](const std::string&) {
+        ++handled;
+        return Status::ok();
+      },
+      [](const std::string&, const Status&) {});
+  workers.start(2);
+  for (int i = 0; i < 200 && handled < 1; ++i) std::this_thread::sleep_for(5ms);
+  CHECK(handled == 1);
 }
 
 }  // namespace
