@@ -76,44 +76,43 @@ TEST_CASE("failures back off and forget resets them", "[controllers]") {
   CHECK(q.retries("x") == 0);
 }
 
-TEST_CASE("queue workers start a thread only once there is work", "[controllers]") {
+// A queue whose workers count the keys they handle.
+struct CountingWorkers {
   WorkQueue q;
   std::atomic<int> handled{0};
-  QueueWorkers workers(
-      q,
-      [&](const std::string&) {
-        ++handled;
-        return Status::ok();
-      },
-      [](const std::string&, const Status&) {});
-  workers.start(4);
+  QueueWorkers workers{q,
+                       [this](const std::string&) {
+                         ++handled;
+                         return Status::ok();
+                       },
+                       [](const std::string&, const Status&) {}};
+
+  bool wait_for(int n) {
+    for (int i = 0; i < 200 && handled < n; ++i) std::this_thread::sleep_for(5ms);
+    return handled == n;
+  }
+};
+
+TEST_CASE("queue workers start a thread only once there is work", "[controllers]") {
+  CountingWorkers c;
+  c.workers.start(4);
   std::this_thread::sleep_for(20ms);
-  CHECK(workers.size() == 0);  // an unused controller costs no thread
-  q.add_after("later", 30ms);  // a delayed key needs a worker to wait for it
-  CHECK(workers.size() == 1);
-  q.add("now");
-  for (int i = 0; i < 200 && handled < 2; ++i) std::this_thread::sleep_for(5ms);
-  CHECK(handled == 2);
-  CHECK(workers.size() == 1);
-  workers.stop();
-  q.add("after stop");  // ignored, and starts nothing
-  CHECK(workers.size() == 0);
+  CHECK(c.workers.size() == 0);  // an unused controller costs no thread
+  c.q.add_after("later", 30ms);  // a delayed key needs a worker to wait for it
+  CHECK(c.workers.size() == 1);
+  c.q.add("now");
+  CHECK(c.wait_for(2));
+  CHECK(c.workers.size() == 1);
+  c.workers.stop();
+  c.q.add("after stop");  // ignored, and starts nothing
+  CHECK(c.workers.size() == 0);
 }
 
 TEST_CASE("queue workers started after keys were added handle them", "[controllers]") {
-  WorkQueue q;
-  q.add("early");
-  std::atomic<int> handled{0};
-  QueueWorkers workers(
-      q,
-      [&](const std::string&) {
-        ++handled;
-        return Status::ok();
-      },
-      [](const std::string&, const Status&) {});
-  workers.start(2);
-  for (int i = 0; i < 200 && handled < 1; ++i) std::this_thread::sleep_for(5ms);
-  CHECK(handled == 1);
+  CountingWorkers c;
+  c.q.add("early");
+  c.workers.start(2);
+  CHECK(c.wait_for(1));
 }
 
 }  // namespace
