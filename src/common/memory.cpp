@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace vkube {
@@ -20,6 +21,13 @@ struct Mapping {
   bool candidate = false;  // read-only and backed by a file
   int64_t rss_kib = 0, anonymous_kib = -1;
 };
+
+// Whether a maps/smaps header line names a file that still exists: not
+// [vdso], [stack] and the like (no slash), not a deleted file.
+bool names_live_file(std::string_view header) {
+  return header.find('/') != std::string_view::npos &&
+         header.find(" (deleted)") == std::string_view::npos;
+}
 
 int64_t kib_of(const std::string& line) {
   auto colon = line.find(':');
@@ -43,10 +51,8 @@ size_t release_file_pages() {
       if (std::sscanf(line.c_str(), "%llx-%llx %7s", &start, &end, perms) != 3) continue;
       m.start = start;
       m.end = end;
-      auto slash = line.find('/');
-      // Not writable, not shared, a real file (not [vdso], [stack], deleted files).
-      m.candidate = perms[1] == '-' && perms[3] == 'p' && slash != std::string::npos &&
-                    line.find(" (deleted)") == std::string::npos;
+      // Not writable, not shared, a live file.
+      m.candidate = perms[1] == '-' && perms[3] == 'p' && names_live_file(line);
       maps.push_back(m);
       continue;
     }
@@ -78,10 +84,7 @@ size_t release_code_pages() {
     unsigned long long start = 0, end = 0;
     char perms[8] = {};
     if (std::sscanf(line, "%llx-%llx %7s", &start, &end, perms) != 3) continue;
-    // r-xp of a real file: not [vdso] (no slash), not a deleted file.
-    if (std::strcmp(perms, "r-xp") != 0 || std::strchr(line, '/') == nullptr ||
-        std::strstr(line, " (deleted)") != nullptr)
-      continue;
+    if (std::strcmp(perms, "r-xp") != 0 || !names_live_file(line)) continue;
     if (madvise(reinterpret_cast<void*>(start), end - start, MADV_DONTNEED) == 0)
       released += end - start;
   }

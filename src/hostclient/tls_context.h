@@ -38,11 +38,7 @@ class TlsContext {
     session_ = session;
   }
   // A resumption the server refused, or a failed handshake: start afresh.
-  void forget_session() {
-    std::lock_guard lock(mu_);
-    if (session_ != nullptr) SSL_SESSION_free(session_);
-    session_ = nullptr;
-  }
+  void forget_session() { keep_session(nullptr); }
 
  private:
   std::mutex mu_;

@@ -83,6 +83,7 @@ std::shared_ptr<const CompiledObject> CompiledObject::read(Kind kind, const json
   c->kind = kind;
   const json& m = meta(obj);
   c->name = str(m, "name");
+  if (kind == Kind::kRole || kind == Kind::kRoleBinding) c->ns = str(m, "namespace");
   switch (kind) {
     case Kind::kClusterRole:
       c->labels = m.contains("labels") ? m["labels"] : json::object();
@@ -96,12 +97,9 @@ std::shared_ptr<const CompiledObject> CompiledObject::read(Kind kind, const json
       }
       [[fallthrough]];
     case Kind::kRole:
-      if (kind == Kind::kRole) c->ns = str(m, "namespace");
       c->rules = std::make_shared<const std::vector<PolicyRule>>(read_rules(obj));
       break;
     case Kind::kRoleBinding:
-      c->ns = str(m, "namespace");
-      [[fallthrough]];
     case Kind::kClusterRoleBinding: {
       const json ref = obj.value("roleRef", json::object());
       c->role_kind = ref.is_object() ? str(ref, "kind") : "";
