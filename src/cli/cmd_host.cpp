@@ -10,6 +10,7 @@
 #include "tenant.h"
 #include "vkube/apiserver/apiserver.h"
 #include "vkube/common/log.h"
+#include "vkube/common/memory.h"
 #include "vkube/gpu/node_spec.h"
 #include "vkube/nodesim/simulator.h"
 #include "vkube/scheduler/scheduler.h"
@@ -193,7 +194,8 @@ int run_host(const Args& args) {
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   VKUBE_LOG(info, "host serving", {"url", (*tenant)->url()},
             {"kubeconfig", (*tenant)->kubeconfig_path()}, {"nodes", node_count},
-            {"policy", gpu::policy_name(*policy)}, {"startup_ms", ms});
+            {"policy", gpu::policy_name(*policy)}, {"allocator", heap_allocator()},
+            {"startup_ms", ms});
   std::printf(
       "vkube is serving %s\n  host mode: %zu simulated GPU nodes, placement policy %s\n"
       "  export KUBECONFIG=%s\n  kubectl get nodes -L "

@@ -1,11 +1,13 @@
 // vkube: one binary, many subcommands.
 #include <malloc.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <string>
 #include <thread>
 
 #include "command.h"
@@ -74,12 +76,50 @@ void print_help() {
   std::printf("\nRun 'vkube <command> --help' for a command's flags.\n");
 }
 
+// `vkube host` runs itself again with jemalloc preloaded, when the build
+// found it (cmake/Allocator.cmake says why the host only). The second run
+// restores LD_PRELOAD at once, so nothing it starts inherits the preload.
+// VKUBE_HOST_ALLOCATOR=glibc keeps glibc's malloc.
+void preload_jemalloc_into_host([[maybe_unused]] char** argv) {
+#ifdef VKUBE_JEMALLOC_SO
+  constexpr const char* kMark = "VKUBE_HOST_ALLOCATOR";
+  constexpr const char* kSaved = "VKUBE_HOST_LD_PRELOAD";
+  // LD_PRELOAD as it was before the first run, and no marks.
+  auto restore = [&](const char* before) {
+    if (before != nullptr)
+      setenv("LD_PRELOAD", before, 1);
+    else
+      unsetenv("LD_PRELOAD");
+    unsetenv(kSaved);
+    unsetenv(kMark);
+  };
+  const char* mark = std::getenv(kMark);
+  if (mark != nullptr) {
+    if (std::strcmp(mark, "jemalloc") == 0) restore(std::getenv(kSaved));  // the second run
+    return;
+  }
+  if (access(VKUBE_JEMALLOC_SO, R_OK) != 0) return;
+  const char* before = std::getenv("LD_PRELOAD");
+  std::string preload = VKUBE_JEMALLOC_SO;
+  if (before != nullptr) {
+    setenv(kSaved, before, 1);
+    before = std::getenv(kSaved);  // setenv below may free the old LD_PRELOAD string
+    if (*before != '\0') preload += std::string(":") + before;
+  }
+  setenv(kMark, "jemalloc", 1);
+  setenv("LD_PRELOAD", preload.c_str(), 1);
+  execv("/proc/self/exe", argv);
+  restore(before);  // could not run again: go on with glibc's malloc
+#endif
+}
+
 }  // namespace
 }  // namespace vkube::cli
 
 int main(int argc, char** argv) {
   using namespace vkube::cli;
-  // glibc gives each allocating thread an arena of its own, up to 8 per CPU,
+  if (argc >= 2 && std::strcmp(argv[1], "host") == 0) preload_jemalloc_into_host(argv);
+  // glibc's malloc gives each allocating thread an arena of its own, up to 8 per CPU,
   // and keeps what was freed in it. With 64 handler threads every large
   // request (a LIST of 5,000 pods allocates ~100 MB of transient JSON) then
   // leaves its peak resident in another arena: RSS reached 700 MB after 40

@@ -1,7 +1,5 @@
 #include "tenant.h"
 
-#include <malloc.h>
-
 #include <atomic>
 #include <condition_variable>
 #include <filesystem>
@@ -184,7 +182,7 @@ class TenantImpl final : public Tenant {
     // Give start-up's garbage (store recovery, bootstrap) back to the system.
     // (The code only start-up ran goes back once the first clients are
     // served: see compact_loop.)
-    malloc_trim(0);
+    trim_heap();
     return Status::ok();
   }
 
@@ -230,7 +228,7 @@ class TenantImpl final : public Tenant {
     // Once start-up's aftermath (first clients, the syncer's first lists) is
     // over, what it touched goes back too.
     if (cv_.wait_for(lock, std::chrono::milliseconds(9500), [&] { return stopping_; })) return;
-    malloc_trim(0);
+    trim_heap();
     release_file_pages();
     while (!cv_.wait_for(lock, std::chrono::minutes(5), [&] { return stopping_; })) {
       if (previous > 0) {
@@ -238,7 +236,7 @@ class TenantImpl final : public Tenant {
         if (!s.is_ok()) VKUBE_LOG(warn, "compaction failed", {"error", s.message()});
       }
       previous = store_->current_revision();
-      malloc_trim(0);  // peaks (large LISTs) do not stay resident while idle
+      trim_heap();  // peaks (large LISTs) do not stay resident while idle
       release_file_pages();
     }
   }

@@ -1,5 +1,6 @@
 #include "vkube/common/memory.h"
 
+#include <malloc.h>
 #include <sys/mman.h>
 
 #include <cctype>
@@ -11,6 +12,11 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+// jemalloc's control interface, present when the program links jemalloc
+// (weak: null in programs that do not).
+extern "C" int mallctl(const char* name, void* oldp, size_t* oldlenp, void* newp, size_t newlen)
+    __attribute__((weak));
 
 namespace vkube {
 
@@ -90,6 +96,28 @@ size_t release_code_pages() {
   }
   std::fclose(in);
   return released;
+}
+
+size_t trim_heap() {
+  if (mallctl == nullptr) {
+    malloc_trim(0);
+    return 0;
+  }
+  // "arena.<MALLCTL_ARENAS_ALL>.purge": every arena's unused dirty and
+  // muzzy pages go back now rather than after their decay time, which
+  // only passes while the process allocates.
+  mallctl("arena.4096.purge", nullptr, nullptr, nullptr, 0);
+  uint64_t epoch = 1;
+  size_t size = sizeof epoch;
+  mallctl("epoch", &epoch, &size, &epoch, size);  // refresh the statistics
+  size_t resident = 0;
+  size = sizeof resident;
+  if (mallctl("stats.resident", &resident, &size, nullptr, 0) != 0) return 0;
+  return resident;
+}
+
+const char* heap_allocator() {
+  return mallctl != nullptr ? "jemalloc" : "glibc";
 }
 
 }  // namespace vkube

@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <fstream>
+#include <iterator>
 
 #include "fixture.h"
 
@@ -63,6 +64,22 @@ TEST_CASE("vkube create/list/connect/delete run tenants on the embedded host", "
   CHECK(pod["status"]["phase"] == "Running");
   CHECK(pod["status"]["podIP"].get<std::string>().rfind("127.", 0) == 0);
   CHECK(process_running(host, "--name=team-a"));
+  // The host preloads jemalloc when the build found it; the tenant process
+  // it starts keeps glibc's malloc and does not inherit the preload.
+#ifdef VKUBE_JEMALLOC_SO
+  CHECK(host.server_log().find("allocator=jemalloc") != std::string::npos);
+#endif
+  {
+    Result pid = host.run({"/usr/bin/pgrep", "-f", "--", "--name=team-a"}, seconds(5));
+    REQUIRE_THAT(pid, Succeeded());
+    const std::string proc = "/proc/" + lines(pid.out).at(0);
+    std::ifstream maps_in(proc + "/maps"), environ_in(proc + "/environ");
+    std::string maps((std::istreambuf_iterator<char>(maps_in)), std::istreambuf_iterator<char>());
+    std::string env_text((std::istreambuf_iterator<char>(environ_in)),
+                         std::istreambuf_iterator<char>());
+    CHECK(maps.find("libjemalloc") == std::string::npos);
+    CHECK(env_text.find("LD_PRELOAD") == std::string::npos);
+  }
 
   // The tenant works: kubectl with the kubeconfig create wrote, and a GPU pod
   // it runs lands on the host and counts in `vkube list`.

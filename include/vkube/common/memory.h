@@ -23,4 +23,14 @@ size_t release_file_pages();
 // Returns the bytes of the mappings released (resident or not).
 size_t release_code_pages();
 
+// Gives the heap's free memory back to the system: jemalloc's dirty pages
+// of every arena when the program links it (cmake/Allocator.cmake), else
+// glibc's malloc_trim. Returns the allocator's resident bytes afterwards
+// where it says (jemalloc), else 0.
+size_t trim_heap();
+
+// "jemalloc" when this process runs jemalloc (linked or preloaded), else
+// "glibc".
+const char* heap_allocator();
+
 }  // namespace vkube
