@@ -17,10 +17,12 @@ using std::chrono::milliseconds;
 constexpr int kConflictRetries = 4;
 // How soon a pod that found no free address tries again.
 constexpr milliseconds kNoAddressRetry = std::chrono::seconds(5);
-// How soon a local process that could not start is tried again: quickly
-// when what it waits for is on its way (its claims are bound within
-// milliseconds of their creation), else as a kubelet retries a container
-// it cannot create.
+// How soon a local process that could not start is tried again: soon, and
+// less soon each time up to kLocalStartSoon, when what it waits for is on its
+// way (its claims are bound within milliseconds of their creation, often
+// just after the pod is bound), else as a kubelet retries a container it
+// cannot create.
+constexpr milliseconds kLocalStartFirstRetry(5);
 constexpr milliseconds kLocalStartSoon(200);
 constexpr milliseconds kLocalStartRetry = std::chrono::seconds(2);
 
@@ -31,8 +33,9 @@ milliseconds next_backoff(milliseconds previous) {
                                 std::chrono::seconds(30));
 }
 
-milliseconds local_start_retry(const Status& s) {
-  return s.code() == Code::kUnavailable ? kLocalStartSoon : kLocalStartRetry;
+milliseconds local_start_retry(const Status& s, int failed_before) {
+  if (s.code() != Code::kUnavailable) return kLocalStartRetry;
+  return std::min(kLocalStartFirstRetry * (1 << std::min(failed_before, 6)), kLocalStartSoon);
 }
 
 const json& at(const json& obj, const char* a, const char* b = nullptr) {
@@ -364,12 +367,13 @@ Status Agent::start_local(const std::string& key, const json& pod, Tracked& t, c
     }
     Status s = local_->start(key, pod, a.pod_ip);
     if (!s.is_ok()) {  // as a kubelet whose container cannot be created: wait and retry
-      const milliseconds retry = local_start_retry(s);
+      const milliseconds retry = local_start_retry(s, t.failed_starts++);
       t.restart_at = now + retry;
       save(key, t);
       later(key, retry);
       return write_status(pod, creating_status(pod, a, stamp, s.message()));
     }
+    t.failed_starts = 0;
     st = LocalPods::State::kStarting;
   }
   if (st == LocalPods::State::kStarting) {

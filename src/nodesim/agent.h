@@ -58,6 +58,7 @@ class Agent {
     std::optional<Steady::time_point> seen, running_since, deleting_since;
     bool local = false;                            // runs as a local process (LocalPods)
     int polls = 0;                                 // readiness checks of the local process so far
+    int failed_starts = 0;                         // of the local process, in a row
     milliseconds_t backoff{0};                     // before a local process starts again
     std::optional<Steady::time_point> restart_at;  // ... not before this
   };
