@@ -98,22 +98,15 @@ size_t release_code_pages() {
   return released;
 }
 
-size_t trim_heap() {
+void trim_heap() {
   if (mallctl == nullptr) {
     malloc_trim(0);
-    return 0;
+    return;
   }
   // "arena.<MALLCTL_ARENAS_ALL>.purge": every arena's unused dirty and
   // muzzy pages go back now rather than after their decay time, which
   // only passes while the process allocates.
   mallctl("arena.4096.purge", nullptr, nullptr, nullptr, 0);
-  uint64_t epoch = 1;
-  size_t size = sizeof epoch;
-  mallctl("epoch", &epoch, &size, &epoch, size);  // refresh the statistics
-  size_t resident = 0;
-  size = sizeof resident;
-  if (mallctl("stats.resident", &resident, &size, nullptr, 0) != 0) return 0;
-  return resident;
 }
 
 const char* heap_allocator() {

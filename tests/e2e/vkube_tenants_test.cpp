@@ -6,7 +6,6 @@
 #include <signal.h>
 
 #include <fstream>
-#include <iterator>
 
 #include "fixture.h"
 
@@ -73,12 +72,8 @@ TEST_CASE("vkube create/list/connect/delete run tenants on the embedded host", "
     Result pid = host.run({"/usr/bin/pgrep", "-f", "--", "--name=team-a"}, seconds(5));
     REQUIRE_THAT(pid, Succeeded());
     const std::string proc = "/proc/" + lines(pid.out).at(0);
-    std::ifstream maps_in(proc + "/maps"), environ_in(proc + "/environ");
-    std::string maps((std::istreambuf_iterator<char>(maps_in)), std::istreambuf_iterator<char>());
-    std::string env_text((std::istreambuf_iterator<char>(environ_in)),
-                         std::istreambuf_iterator<char>());
-    CHECK(maps.find("libjemalloc") == std::string::npos);
-    CHECK(env_text.find("LD_PRELOAD") == std::string::npos);
+    CHECK(read_file(proc + "/maps").find("libjemalloc") == std::string::npos);
+    CHECK(read_file(proc + "/environ").find("LD_PRELOAD") == std::string::npos);
   }
 
   // The tenant works: kubectl with the kubeconfig create wrote, and a GPU pod

@@ -24,10 +24,9 @@ size_t release_file_pages();
 size_t release_code_pages();
 
 // Gives the heap's free memory back to the system: jemalloc's dirty pages
-// of every arena when the program links it (cmake/Allocator.cmake), else
-// glibc's malloc_trim. Returns the allocator's resident bytes afterwards
-// where it says (jemalloc), else 0.
-size_t trim_heap();
+// of every arena when the process runs jemalloc (preloaded, as `vkube host`
+// does: cmake/Allocator.cmake), else glibc's malloc_trim.
+void trim_heap();
 
 // "jemalloc" when this process runs jemalloc (linked or preloaded), else
 // "glibc".
