@@ -3,6 +3,7 @@
 #include <charconv>
 #include <chrono>
 #include <ctime>
+#include <optional>
 #include <random>
 
 namespace vkube::apiserver {
@@ -25,13 +26,23 @@ Result<json> decode_stored(const storage::KeyValue& kv) {
   return obj;
 }
 
-std::string encode_for_storage(const json& obj) {
-  json copy = obj;
-  if (auto m = copy.find("metadata"); m != copy.end() && m->is_object()) {
-    m->erase("resourceVersion");
-    m->erase("selfLink");
-  }
-  return copy.dump(-1, ' ', false, json::error_handler_t::replace);
+std::string encode_for_storage(json& obj) {
+  auto m = obj.find("metadata");
+  if (m == obj.end() || !m->is_object())
+    return obj.dump(-1, ' ', false, json::error_handler_t::replace);
+  std::optional<json> version, link;
+  auto take = [&](const char* key, std::optional<json>& out) {
+    if (auto it = m->find(key); it != m->end()) {
+      out = std::move(*it);
+      m->erase(it);
+    }
+  };
+  take("resourceVersion", version);
+  take("selfLink", link);
+  std::string bytes = obj.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (version) (*m)["resourceVersion"] = std::move(*version);
+  if (link) (*m)["selfLink"] = std::move(*link);
+  return bytes;
 }
 
 namespace {

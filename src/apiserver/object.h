@@ -26,7 +26,9 @@ inline std::string namespace_of(const json& o) { return str_at(o, "metadata", "n
 // Parses a stored value and sets metadata.resourceVersion from kv.
 Result<json> decode_stored(const storage::KeyValue& kv);
 // The bytes to store for obj: without resourceVersion (and without selfLink).
-std::string encode_for_storage(const json& obj);
+// obj is left as it was; it is not const only so that those two fields can be
+// set aside while it is written instead of copying the whole object.
+std::string encode_for_storage(json& obj);
 
 std::string new_uid();
 // The current time as kube writes timestamps: "2026-12-02T13:40:01Z".

@@ -149,6 +149,10 @@ std::optional<ApiError> admit_namespace(Context& c, const std::string& ns,
     if (kv.status().code() == Code::kNotFound) return not_found(ns_kind->resource, ns);
     return ApiError(kv.status());
   }
+  // Every create in a namespace reads it: parse it only when its bytes can
+  // hold a deletionTimestamp (a key is written as "deletionTimestamp"; the
+  // same text as an escaped string value has a backslash before the quote).
+  if (kv->value.find("\"deletionTimestamp\"") == std::string::npos) return std::nullopt;
   auto obj = decode_stored(*kv);
   if (obj.is_ok() && (*obj)["metadata"].contains("deletionTimestamp")) {
     json details = {{"name", ns},

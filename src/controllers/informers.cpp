@@ -36,15 +36,36 @@ std::string resource_id(const ResourceKey& r) {
   return r.group + "/" + r.plural;
 }
 
-ObjectPtr decode(const storage::KeyValue& kv) {
-  json obj = json::parse(kv.value, nullptr, false);
-  if (obj.is_discarded() || !obj.is_object()) return nullptr;
+void finish(json& obj, const storage::KeyValue& kv) {
   json& meta = obj["metadata"];
   meta["resourceVersion"] = std::to_string(kv.mod_revision);
   // No controller reads managedFields, and they are a third of a typical
   // object (client-go's informers drop them too). A write of a cached copy
   // without them keeps the stored ones: absent means "unchanged".
   if (meta.is_object()) meta.erase("managedFields");
+}
+
+ObjectPtr decode(const storage::KeyValue& kv) {
+  json obj = json::parse(kv.value, nullptr, false);
+  if (obj.is_discarded() || !obj.is_object()) return nullptr;
+  finish(obj, kv);
+  return std::make_shared<const json>(std::move(obj));
+}
+
+// Objects of resources no controller caches reach only the any-handlers
+// (garbage collector, namespace controller), which read apiVersion, kind and
+// metadata: the rest is skipped while parsing, so a burst of ConfigMap or
+// Secret writes neither builds their data trees nor keeps them in memory.
+ObjectPtr decode_metadata(const storage::KeyValue& kv) {
+  json::parser_callback_t keep = [](int depth, json::parse_event_t event, json& parsed) {
+    if (event != json::parse_event_t::key) return true;
+    const auto& k = parsed.get_ref<const std::string&>();
+    if (depth == 1) return k == "metadata" || k == "apiVersion" || k == "kind";
+    return depth != 2 || k != "managedFields";
+  };
+  json obj = json::parse(kv.value, keep, false);
+  if (obj.is_discarded() || !obj.is_object()) return nullptr;
+  finish(obj, kv);
   return std::make_shared<const json>(std::move(obj));
 }
 
@@ -53,6 +74,8 @@ ObjectPtr decode(const storage::KeyValue& kv) {
 struct Informers::State {
   storage::Backend& store;
   std::unordered_map<std::string, std::unique_ptr<ObjectCache>> caches;
+  // Per cached resource: which keys its cache keeps (null: all).
+  std::unordered_map<std::string, KeyFilter> filters;
   std::unordered_map<std::string, std::vector<Handler>> handlers;
   std::vector<Handler> any_handlers;
   // What uncached resources hold, for deletes seen by any-handlers: the
@@ -71,11 +94,6 @@ struct Informers::State {
 
   explicit State(storage::Backend& s) : store(s) {}
 
-  ObjectCache* cache_of(const ResourceKey& r) {
-    auto it = caches.find(resource_id(r));
-    return it == caches.end() ? nullptr : it->second.get();
-  }
-
   void dispatch(const ObjectEvent& e) {
     std::string id = resource_id(e.resource);
     if (auto it = handlers.find(id); it != handlers.end())
@@ -83,13 +101,31 @@ struct Informers::State {
     for (const Handler& h : any_handlers) h(e);
   }
 
+  // The cache that keeps the object `key` of resource r, if any.
+  ObjectCache* cache_for(const ResourceKey& r, std::string_view key) {
+    std::string id = resource_id(r);
+    auto it = caches.find(id);
+    if (it == caches.end()) return nullptr;
+    auto f = filters.find(id);
+    if (f != filters.end() && f->second && !f->second(key)) return nullptr;
+    return it->second.get();
+  }
+
+  // The object of a put, whole when a cache keeps it.
+  ObjectPtr decode_put(const storage::KeyValue& kv) {
+    ResourceKey r;
+    std::string_view rest;
+    if (parse_key(kv.key, &r, &rest) && cache_for(r, rest) != nullptr) return decode(kv);
+    return decode_metadata(kv);
+  }
+
   // Applies one stored state (obj null: deleted) and tells the handlers.
   void apply(const std::string& storage_key, ObjectPtr obj) {
     ResourceKey r;
     std::string_view rest;
     if (!parse_key(storage_key, &r, &rest)) return;
-    ObjectCache* cache = cache_of(r);
-    if (cache == nullptr && any_handlers.empty()) return;
+    ObjectCache* cache = cache_for(r, rest);
+    if (cache == nullptr && any_handlers.empty() && !handlers.count(resource_id(r))) return;
     ObjectEvent e;
     e.resource = r;
     e.key = std::string(rest);
@@ -137,13 +173,13 @@ struct Informers::State {
     std::set<std::string> present;
     for (const storage::KeyValue& kv : listed->items) {
       present.insert(kv.key);
-      ObjectPtr obj = decode(kv);
+      ObjectPtr obj = decode_put(kv);
       if (!obj) continue;
       // Unchanged objects are not re-announced.
       ResourceKey r;
       std::string_view rest;
       if (!parse_key(kv.key, &r, &rest)) continue;
-      if (ObjectCache* c = cache_of(r)) {
+      if (ObjectCache* c = cache_for(r, rest)) {
         ObjectPtr cur = c->get(rest);
         if (cur && (*cur)["metadata"].value("resourceVersion", "") ==
                        (*obj)["metadata"].value("resourceVersion", ""))
@@ -188,7 +224,7 @@ struct Informers::State {
         Status s = watch->poll(&events, std::chrono::milliseconds(0));
         for (const storage::EventPtr& ev : events) {
           if (ev->type == storage::EventType::kPut)
-            apply(ev->kv.key, decode(ev->kv));
+            apply(ev->kv.key, decode_put(ev->kv));
           else
             apply(ev->kv.key, nullptr);
           advance(ev->kv.mod_revision);
@@ -223,14 +259,26 @@ Informers::~Informers() {
   stop();
 }
 
-const Lister& Informers::cache(const ResourceKey& resource) {
-  auto& c = state_->caches[resource_id(resource)];
+const Lister& Informers::cache(const ResourceKey& resource, KeyFilter only) {
+  std::string id = resource_id(resource);
+  auto& c = state_->caches[id];
+  auto f = state_->filters.find(id);
+  if (f == state_->filters.end()) {
+    state_->filters.emplace(id, std::move(only));
+  } else if (f->second && only) {  // keeps what either caller wants
+    f->second = [a = std::move(f->second), b = std::move(only)](std::string_view key) {
+      return a(key) || b(key);
+    };
+  } else {
+    f->second = nullptr;  // someone wants all of them
+  }
   if (!c) c = std::make_unique<ObjectCache>();
   return *c;
 }
 
 void Informers::on_event(const ResourceKey& resource, Handler handler) {
-  (void)cache(resource);
+  // Caches the resource (all of it, unless someone asked for a filtered cache first).
+  if (!state_->caches.count(resource_id(resource))) (void)cache(resource);
   state_->handlers[resource_id(resource)].push_back(std::move(handler));
 }
 

@@ -83,7 +83,9 @@ class RootCAPublisher final : public Controller {
   explicit RootCAPublisher(Context& ctx)
       : Controller(ctx, "root-ca-cert-publisher"),
         namespaces_(ctx.informers.cache({"core", "namespaces"})),
-        config_maps_(ctx.informers.cache({"core", "configmaps"})) {
+        config_maps_(ctx.informers.cache({"core", "configmaps"}, [](std::string_view key) {
+          return key.substr(key.find('/') + 1) == kRootCAConfigMap;
+        })) {
     ctx.informers.on_event({"core", "namespaces"}, [this](const ObjectEvent& e) {
       if (e.type != EventType::kDeleted) queue().add(e.key);
     });

@@ -64,15 +64,23 @@ class Informers {
   Informers(const Informers&) = delete;
   Informers& operator=(const Informers&) = delete;
 
+  // Which objects of a resource a cache keeps, by key ("ns/name" or "name").
+  using KeyFilter = std::function<bool(std::string_view key)>;
+
   // Before start(): caches the objects of `resource` and returns their view.
-  // Calling it twice for one resource returns the same view.
-  const Lister& cache(const ResourceKey& resource);
+  // Calling it twice for one resource returns the same view. With `only`,
+  // the cache keeps just the objects it accepts (a controller that reads one
+  // ConfigMap per namespace need not parse every ConfigMap written); a call
+  // without it for the same resource makes the cache keep everything.
+  const Lister& cache(const ResourceKey& resource, KeyFilter only = nullptr);
   // Before start(): `handler` sees every event of `resource` (which is then
-  // cached), after the cache changed. Handlers run on the one dispatch
+  // cached), after the cache changed. Objects the cache's filter leaves out
+  // come to it with apiVersion, kind and metadata only. Handlers run on the one dispatch
   // thread, in revision order: they must be quick (queue keys, no writes).
   void on_event(const ResourceKey& resource, Handler handler);
   // Before start(): `handler` sees every event of every resource (the
-  // garbage collector). Objects of uncached resources are not kept.
+  // garbage collector). Objects of resources nobody caches come to it with
+  // apiVersion, kind and metadata only (the rest is not even parsed).
   void on_any_event(Handler handler);
 
   // Lists everything, dispatches it as kAdded, then follows the watch on the

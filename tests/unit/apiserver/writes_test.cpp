@@ -49,6 +49,12 @@ const char* kDeployment = R"({
 
 const std::string kPath = "/apis/apps/v1/namespaces/w/deployments/web";
 
+std::string content_type(const http::Response& r) {
+  for (const auto& h : r.headers)
+    if (h.name == "Content-Type") return h.value;
+  return {};
+}
+
 TEST_CASE("strategic merge patches merge lists by their merge keys", "[apiserver][patch]") {
   Server s;
   REQUIRE(s.call("POST", "/apis/apps/v1/namespaces/w/deployments", kDeployment).status == 201);
@@ -142,10 +148,7 @@ TEST_CASE("protobuf bodies create objects and protobuf is answered when preferre
   get.headers.push_back({"Accept", "application/vnd.kubernetes.protobuf, */*"});
   auto pr = s.api->handle(get);
   REQUIRE(pr.status == 200);
-  std::string content_type;
-  for (auto& h : pr.headers)
-    if (h.name == "Content-Type") content_type = h.value;
-  CHECK(content_type == "application/vnd.kubernetes.protobuf");
+  CHECK(content_type(pr) == "application/vnd.kubernetes.protobuf");
   auto decoded = schema::decode_object(pr.body);
   REQUIRE(decoded.is_ok());
   CHECK((*decoded)["type"] == "helm.sh/release.v1");
@@ -167,6 +170,40 @@ TEST_CASE("protobuf bodies create objects and protobuf is answered when preferre
 
 namespace vkube::apiserver {
 namespace {
+
+TEST_CASE("a create answers with the object as a GET then reads it, in the form asked for",
+          "[apiserver]") {
+  Server s;
+  json cm = {{"apiVersion", "v1"},
+             {"kind", "ConfigMap"},
+             {"metadata", {{"name", "settings"}, {"labels", {{"app", "web"}}}}},
+             {"data", {{"metadata", "{\"x\":1}"}, {"z", "last"}}}};
+  auto r = s.call("POST", "/api/v1/namespaces/w/configmaps", cm.dump());
+  INFO(r.body);
+  REQUIRE(r.status == 201);
+  CHECK(content_type(r) == "application/json");
+  json created = json::parse(r.body);
+  auto got = s.call("GET", "/api/v1/namespaces/w/configmaps/settings");
+  REQUIRE(got.status == 200);
+  CHECK(created == json::parse(got.body));
+  CHECK(created["apiVersion"] == "v1");
+  CHECK(created["kind"] == "ConfigMap");
+  CHECK(created["data"]["metadata"] == "{\"x\":1}");
+  CHECK_FALSE(created["metadata"]["resourceVersion"].get<std::string>().empty());
+  CHECK(created["metadata"]["managedFields"].size() == 1);
+
+  http::Request table = testing::request("POST", "/api/v1/namespaces/w/configmaps");
+  table.peer = http::PeerCertificate{"admin", {"system:masters"}};
+  table.headers.push_back({"Content-Type", "application/json"});
+  table.headers.push_back({"Accept", "application/json;as=Table;v=v1;g=meta.k8s.io"});
+  cm["metadata"]["name"] = "as-table";
+  table.body = cm.dump();
+  auto t = s.api->handle(table);
+  REQUIRE(t.status == 201);
+  json rows = json::parse(t.body);
+  CHECK(rows["kind"] == "Table");
+  CHECK(rows["rows"][0]["cells"][0] == "as-table");
+}
 
 TEST_CASE("bodies nested absurdly deep are refused and not recursed into", "[apiserver]") {
   Server s;

@@ -49,6 +49,11 @@ TEST_CASE("custom resource lists splice only the top-level resourceVersion", "[a
       {"config", {{"metadata", {{"name", "inner"}}}, {"note", "a \"metadata\":{ in text"}}}};
   auto created = call(*s.api, "POST", "/apis/example.com/v1/namespaces/w/boxes", box);
   REQUIRE(created.status == 201);
+  // The create's answer (the stored bytes with the version spliced in) too.
+  json answer = json::parse(created.body);
+  CHECK_FALSE(answer["metadata"]["resourceVersion"].get<std::string>().empty());
+  CHECK(answer["config"]["metadata"] == json{{"name", "inner"}});
+  CHECK(answer["config"]["note"] == "a \"metadata\":{ in text");
   box["metadata"]["name"] = "b2";
   box["config"] = json::object();
   REQUIRE(call(*s.api, "POST", "/apis/example.com/v1/namespaces/w/boxes", box).status == 201);
