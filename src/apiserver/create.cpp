@@ -121,7 +121,8 @@ http::Response create_object(Context& c, json obj, bool track) {
   c.created_name = name;
   // A JSON answer in the stored version is the stored bytes plus the
   // resourceVersion: no second encoding.
-  if (!wants_table(c.req.header("Accept")) && !prefers_protobuf(c.req.header("Accept")) &&
+  std::string_view accept = c.req.header("Accept");
+  if (!wants_table(accept) && !prefers_protobuf(accept) &&
       str_at(obj, "apiVersion") == r.gv.api_version() && str_at(obj, "kind") == r.kind) {
     if (auto body = splice_resource_version(stored, kv->mod_revision)) {
       http::Response resp;

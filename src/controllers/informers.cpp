@@ -52,10 +52,11 @@ ObjectPtr decode(const storage::KeyValue& kv) {
   return std::make_shared<const json>(std::move(obj));
 }
 
-// Objects of resources no controller caches reach only the any-handlers
-// (garbage collector, namespace controller), which read apiVersion, kind and
-// metadata: the rest is skipped while parsing, so a burst of ConfigMap or
-// Secret writes neither builds their data trees nor keeps them in memory.
+// Objects no cache keeps reach only handlers that read apiVersion, kind and
+// metadata (the any-handlers: garbage collector, namespace controller; and
+// the handlers of a filtered cache's resource): the rest is skipped while
+// parsing, so a burst of ConfigMap or Secret writes neither builds their data
+// trees nor keeps them in memory.
 ObjectPtr decode_metadata(const storage::KeyValue& kv) {
   json::parser_callback_t keep = [](int depth, json::parse_event_t event, json& parsed) {
     if (event != json::parse_event_t::key) return true;
@@ -73,13 +74,17 @@ ObjectPtr decode_metadata(const storage::KeyValue& kv) {
 
 struct Informers::State {
   storage::Backend& store;
-  std::unordered_map<std::string, std::unique_ptr<ObjectCache>> caches;
-  // Per cached resource: which keys its cache keeps (null: all).
-  std::unordered_map<std::string, KeyFilter> filters;
-  std::unordered_map<std::string, std::vector<Handler>> handlers;
+  // A cached resource: its cache, which keys the cache keeps (null: all)
+  // and the handlers of its events.
+  struct Watched {
+    std::unique_ptr<ObjectCache> cache;
+    KeyFilter only;
+    std::vector<Handler> handlers;
+  };
+  std::unordered_map<std::string, Watched> resources;  // by resource_id
   std::vector<Handler> any_handlers;
-  // What uncached resources hold, for deletes seen by any-handlers: the
-  // last state of every object (kept only when any-handlers exist).
+  // The last state of every object no cache keeps (metadata only), for the
+  // deletes that handlers see; kept only when a handler can see them.
   std::unordered_map<std::string, ObjectPtr> others;
 
   std::unique_ptr<storage::Watch> watch;
@@ -94,41 +99,41 @@ struct Informers::State {
 
   explicit State(storage::Backend& s) : store(s) {}
 
-  void dispatch(const ObjectEvent& e) {
-    std::string id = resource_id(e.resource);
-    if (auto it = handlers.find(id); it != handlers.end())
-      for (const Handler& h : it->second) h(e);
-    for (const Handler& h : any_handlers) h(e);
+  // Where the object of one stored key belongs.
+  struct Target {
+    ResourceKey resource;
+    std::string_view key;          // "ns/name" or "name"
+    Watched* watched = nullptr;    // its resource, when cached
+    ObjectCache* cache = nullptr;  // the cache that keeps this object, if any
+  };
+
+  bool locate(std::string_view storage_key, Target* t) {
+    if (!parse_key(storage_key, &t->resource, &t->key)) return false;
+    auto it = resources.find(resource_id(t->resource));
+    if (it == resources.end()) return true;
+    t->watched = &it->second;
+    if (!t->watched->only || t->watched->only(t->key)) t->cache = t->watched->cache.get();
+    return true;
   }
 
-  // The cache that keeps the object `key` of resource r, if any.
-  ObjectCache* cache_for(const ResourceKey& r, std::string_view key) {
-    std::string id = resource_id(r);
-    auto it = caches.find(id);
-    if (it == caches.end()) return nullptr;
-    auto f = filters.find(id);
-    if (f != filters.end() && f->second && !f->second(key)) return nullptr;
-    return it->second.get();
-  }
-
-  // The object of a put, whole when a cache keeps it.
-  ObjectPtr decode_put(const storage::KeyValue& kv) {
-    ResourceKey r;
-    std::string_view rest;
-    if (parse_key(kv.key, &r, &rest) && cache_for(r, rest) != nullptr) return decode(kv);
-    return decode_metadata(kv);
+  // The object of a put: whole when a cache keeps it, else its metadata.
+  static ObjectPtr decode_for(const Target& t, const storage::KeyValue& kv) {
+    return t.cache != nullptr ? decode(kv) : decode_metadata(kv);
   }
 
   // Applies one stored state (obj null: deleted) and tells the handlers.
   void apply(const std::string& storage_key, ObjectPtr obj) {
-    ResourceKey r;
-    std::string_view rest;
-    if (!parse_key(storage_key, &r, &rest)) return;
-    ObjectCache* cache = cache_for(r, rest);
-    if (cache == nullptr && any_handlers.empty() && !handlers.count(resource_id(r))) return;
+    Target t;
+    if (locate(storage_key, &t)) apply(storage_key, t, std::move(obj));
+  }
+
+  void apply(const std::string& storage_key, const Target& t, ObjectPtr obj) {
+    ObjectCache* cache = t.cache;
+    if (cache == nullptr && any_handlers.empty() && (!t.watched || t.watched->handlers.empty()))
+      return;
     ObjectEvent e;
-    e.resource = r;
-    e.key = std::string(rest);
+    e.resource = t.resource;
+    e.key = std::string(t.key);
     ObjectPtr old;
     if (cache != nullptr) {
       old = obj ? cache->put(e.key, obj) : cache->remove(e.key);
@@ -152,7 +157,9 @@ struct Informers::State {
       e.object = old;
       e.old = std::move(old);
     }
-    dispatch(e);
+    if (t.watched != nullptr)
+      for (const Handler& h : t.watched->handlers) h(e);
+    for (const Handler& h : any_handlers) h(e);
   }
 
   void advance(storage::Revision rev) {
@@ -173,23 +180,22 @@ struct Informers::State {
     std::set<std::string> present;
     for (const storage::KeyValue& kv : listed->items) {
       present.insert(kv.key);
-      ObjectPtr obj = decode_put(kv);
-      if (!obj) continue;
-      // Unchanged objects are not re-announced.
-      ResourceKey r;
-      std::string_view rest;
-      if (!parse_key(kv.key, &r, &rest)) continue;
-      if (ObjectCache* c = cache_for(r, rest)) {
-        ObjectPtr cur = c->get(rest);
-        if (cur && (*cur)["metadata"].value("resourceVersion", "") ==
-                       (*obj)["metadata"].value("resourceVersion", ""))
+      Target t;
+      if (!locate(kv.key, &t)) continue;
+      // Unchanged objects are neither parsed nor re-announced.
+      if (t.cache != nullptr) {
+        ObjectPtr cur = t.cache->get(t.key);
+        if (cur &&
+            (*cur)["metadata"].value("resourceVersion", "") == std::to_string(kv.mod_revision))
           continue;
       }
-      apply(kv.key, std::move(obj));
+      ObjectPtr obj = decode_for(t, kv);
+      if (!obj) continue;
+      apply(kv.key, t, std::move(obj));
     }
     // Deletions missed while the watch was gone.
-    for (auto& [id, cache] : caches) {
-      for (const std::string& k : cache->keys()) {
+    for (auto& [id, watched] : resources) {
+      for (const std::string& k : watched.cache->keys()) {
         std::string full = std::string(kRoot) + id + "/" + k;
         if (!present.count(full)) apply(full, nullptr);
       }
@@ -223,10 +229,10 @@ struct Informers::State {
         events.clear();
         Status s = watch->poll(&events, std::chrono::milliseconds(0));
         for (const storage::EventPtr& ev : events) {
-          if (ev->type == storage::EventType::kPut)
-            apply(ev->kv.key, decode_put(ev->kv));
-          else
-            apply(ev->kv.key, nullptr);
+          Target t;
+          if (locate(ev->kv.key, &t))
+            apply(ev->kv.key, t,
+                  ev->type == storage::EventType::kPut ? decode_for(t, ev->kv) : nullptr);
           advance(ev->kv.mod_revision);
         }
         if (!s.is_ok()) {
@@ -260,26 +266,24 @@ Informers::~Informers() {
 }
 
 const Lister& Informers::cache(const ResourceKey& resource, KeyFilter only) {
-  std::string id = resource_id(resource);
-  auto& c = state_->caches[id];
-  auto f = state_->filters.find(id);
-  if (f == state_->filters.end()) {
-    state_->filters.emplace(id, std::move(only));
-  } else if (f->second && only) {  // keeps what either caller wants
-    f->second = [a = std::move(f->second), b = std::move(only)](std::string_view key) {
+  State::Watched& w = state_->resources[resource_id(resource)];
+  if (!w.cache) {
+    w.cache = std::make_unique<ObjectCache>();
+    w.only = std::move(only);
+  } else if (w.only && only) {  // keeps what either caller wants
+    w.only = [a = std::move(w.only), b = std::move(only)](std::string_view key) {
       return a(key) || b(key);
     };
   } else {
-    f->second = nullptr;  // someone wants all of them
+    w.only = nullptr;  // someone wants all of them
   }
-  if (!c) c = std::make_unique<ObjectCache>();
-  return *c;
+  return *w.cache;
 }
 
 void Informers::on_event(const ResourceKey& resource, Handler handler) {
   // Caches the resource (all of it, unless someone asked for a filtered cache first).
-  if (!state_->caches.count(resource_id(resource))) (void)cache(resource);
-  state_->handlers[resource_id(resource)].push_back(std::move(handler));
+  if (!state_->resources.count(resource_id(resource))) (void)cache(resource);
+  state_->resources[resource_id(resource)].handlers.push_back(std::move(handler));
 }
 
 void Informers::on_any_event(Handler handler) {
