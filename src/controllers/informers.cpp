@@ -10,6 +10,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "vkube/common/json_scan.h"
 #include "vkube/common/log.h"
 
 namespace vkube::controllers {
@@ -57,7 +58,52 @@ ObjectPtr decode(const storage::KeyValue& kv) {
 // the handlers of a filtered cache's resource): the rest is skipped while
 // parsing, so a burst of ConfigMap or Secret writes neither builds their data
 // trees nor keeps them in memory.
+//
+// The members are found by scanning the text (the data is skipped, never
+// parsed) and only they are parsed; text the scan cannot walk takes the
+// parser's callback path below.
 ObjectPtr decode_metadata(const storage::KeyValue& kv) {
+  std::string small;
+  small.reserve(512);
+  small.push_back('{');
+  auto add = [&small](std::string_view key, std::string_view value) {
+    if (small.size() > 1) small.push_back(',');
+    small.push_back('"');
+    small.append(key);
+    small.append("\":");
+    small.append(value);
+  };
+  bool scanned =
+      json_scan::for_each_member(kv.value, [&](std::string_view key, std::string_view value) {
+        if (key == "apiVersion" || key == "kind") {
+          add(key, value);
+        } else if (key == "metadata") {
+          if (value.empty() || value.front() != '{') return true;  // finish() copes
+          add(key, "{");
+          bool first = true;
+          if (!json_scan::for_each_member(value, [&](std::string_view k, std::string_view v) {
+                if (k == "managedFields") return true;
+                if (!first) small.push_back(',');
+                first = false;
+                small.push_back('"');
+                small.append(k);
+                small.append("\":");
+                small.append(v);
+                return true;
+              }))
+            return false;
+          small.push_back('}');
+        }
+        return true;
+      });
+  small.push_back('}');
+  if (scanned) {
+    json obj = json::parse(small, nullptr, false);
+    if (!obj.is_discarded() && obj.is_object()) {
+      finish(obj, kv);
+      return std::make_shared<const json>(std::move(obj));
+    }
+  }
   json::parser_callback_t keep = [](int depth, json::parse_event_t event, json& parsed) {
     if (event != json::parse_event_t::key) return true;
     const auto& k = parsed.get_ref<const std::string&>();
