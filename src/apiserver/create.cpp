@@ -60,10 +60,10 @@ http::Response handle_create(Context& c) {
   if (Status s = check_dry_run(c); !s.is_ok()) return error_response(s);
   auto decoded = decode_body(c);
   if (!decoded.is_ok()) return error_response(decoded.status());
-  return create_object(c, std::move(decoded).value(), true);
+  return create_object(c, std::move(decoded).value(), true, true);
 }
 
-http::Response create_object(Context& c, json obj, bool track) {
+http::Response create_object(Context& c, json obj, bool track, bool may_defer) {
   json& meta = obj["metadata"];
 
   const api::Resource& r = c.resource();
@@ -111,6 +111,46 @@ http::Response create_object(Context& c, json obj, bool track) {
   to_storage_version(c.kind, obj);
   if (c.dry_run()) return object_response(c, 201, std::move(obj));
 
+  // A JSON answer in the stored version is the stored bytes plus the
+  // resourceVersion: no second encoding.
+  std::string_view accept = c.req.header("Accept");
+  const bool answer_stored = !wants_table(accept) && !prefers_protobuf(accept) &&
+                             str_at(obj, "apiVersion") == r.gv.api_version() &&
+                             str_at(obj, "kind") == r.kind;
+  // Nothing to undo on failure (a Service's IPs, a pod's GPU quota) and
+  // nothing to do after it (a CRD is served at once): the handler's thread
+  // need not wait for the commit.
+  const bool core = r.gv.group.empty();
+  if (may_defer && answer_stored && !(core && r.plural == "services") &&
+      !(core && r.plural == "pods" && c.server.gpu_quota() != nullptr) &&
+      r.plural != "customresourcedefinitions") {
+    auto stored = std::make_shared<const std::string>(encode_for_storage(obj));
+    auto deferred = std::make_shared<http::DeferredResponse>();
+    c.server.backend().create_async(
+        c.key(name), *stored,
+        [deferred, stored, name, kinds = c.kinds, resource = &r](Result<storage::KeyValue> kv) {
+          if (!kv.is_ok()) {
+            deferred->complete(error_response(storage_error(*resource, kv.status(), name)));
+            return;
+          }
+          auto body = splice_resource_version(*stored, kv->mod_revision);
+          if (!body) {
+            deferred->complete(error_response(Status::internal(
+                "the created object has no metadata to add its resourceVersion to")));
+            return;
+          }
+          http::Response resp;
+          resp.status = 201;
+          resp.set_header("Content-Type", "application/json");
+          resp.body = std::move(*body);
+          deferred->complete(std::move(resp));
+        });
+    c.created_name = name;
+    http::Response later;
+    later.deferred = std::move(deferred);
+    return later;
+  }
+
   std::string stored = encode_for_storage(obj);
   auto kv = c.server.backend().create(c.key(name), stored);
   if (!kv.is_ok()) {
@@ -119,11 +159,7 @@ http::Response create_object(Context& c, json obj, bool track) {
     return error_response(storage_error(c, kv.status(), name));
   }
   c.created_name = name;
-  // A JSON answer in the stored version is the stored bytes plus the
-  // resourceVersion: no second encoding.
-  std::string_view accept = c.req.header("Accept");
-  if (!wants_table(accept) && !prefers_protobuf(accept) &&
-      str_at(obj, "apiVersion") == r.gv.api_version() && str_at(obj, "kind") == r.kind) {
+  if (answer_stored) {
     if (auto body = splice_resource_version(stored, kv->mod_revision)) {
       http::Response resp;
       resp.status = 201;

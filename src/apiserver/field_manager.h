@@ -35,8 +35,10 @@ void track_fields(Context& c, const json* old, json& next);
 
 // The create pipeline after decoding (namespace, name, uid, defaults,
 // validation, admission, storage): `track` records the creator's fields, off
-// when they were recorded already (an apply that creates).
-http::Response create_object(Context& c, json obj, bool track);
+// when they were recorded already (an apply that creates). `may_defer`: the
+// answer may come as a DeferredResponse once the write commits (a POST's;
+// a caller that reads the answer passes false).
+http::Response create_object(Context& c, json obj, bool track, bool may_defer = false);
 
 // guaranteed_update whose managedFields step is `fields` (called with the
 // current and next object after prepare_update, before validation) instead

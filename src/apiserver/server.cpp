@@ -125,6 +125,10 @@ http::Response text_response(int code, std::string body) {
 }  // namespace
 
 http::Response Server::handle(http::Request& req) {
+  return http::DeferredResponse::wait(serve(req));
+}
+
+http::Response Server::serve(http::Request& req) {
   const auto start = std::chrono::steady_clock::now();
   RequestInfo info = parse_request_info(req);
   http::Response resp;
@@ -135,13 +139,22 @@ http::Response Server::handle(http::Request& req) {
     VKUBE_LOG(error, "handler failed", {"path", req.path}, {"error", e.what()});
     resp = error_response(Status::internal(std::string("internal error: ") + e.what()));
   }
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::string resource = info.resource;
   if (!info.subresource.empty()) resource += "/" + info.subresource;
-  metrics_.observe(info.is_resource_request ? info.verb : "nonresource", resource, resp.status, secs);
-  if (resp.stream == nullptr)
-    VKUBE_LOG(debug, "request", {"verb", info.verb}, {"path", req.path}, {"code", resp.status},
-              {"ms", secs * 1000});
+  auto observe = [this, start, verb = info.is_resource_request ? info.verb : "nonresource",
+                  resource = std::move(resource)](const http::Response& r, std::string_view path) {
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    metrics_.observe(verb, resource, r.status, secs);
+    if (r.stream == nullptr)
+      VKUBE_LOG(debug, "request", {"verb", verb}, {"path", path}, {"code", r.status},
+                {"ms", secs * 1000});
+  };
+  if (resp.deferred) {
+    resp.deferred->then(
+        [observe = std::move(observe), path = req.path](http::Response& r) { observe(r, path); });
+  } else {
+    observe(resp, req.path);
+  }
   return resp;
 }
 
@@ -193,7 +206,15 @@ http::Response Server::chain(http::Request& req, const RequestInfo& info) {
       nesting_depth(req.body, kMaxNesting) > kMaxNesting)
     return error_response(Status::bad_request("the request body nests objects or arrays deeper than " +
                                               std::to_string(kMaxNesting) + " levels"));
-  return route(req, info, user);
+  http::Response resp = route(req, info, user);
+  if (resp.deferred && release.c != nullptr) {
+    // In flight until answered.
+    resp.deferred->then([c = std::exchange(release.c, nullptr), m = &metrics_](http::Response&) {
+      c->fetch_sub(1);
+      m->inflight_add(-1);
+    });
+  }
+  return resp;
 }
 
 http::Response Server::route(http::Request& req, const RequestInfo& info, const UserInfo& user) {
@@ -276,10 +297,18 @@ http::Response Server::route(http::Request& req, const RequestInfo& info, const 
   else resp = error_response(method_not_supported(kind->resource, verb));
   // A CRD write changes what is served: bring the registry (and the CRD's
   // status) up to date before answering, so the kind is served at once.
-  if (verb != "get" && verb != "list" && verb != "watch" && resp.status < 300 &&
+  if (verb != "get" && verb != "list" && verb != "watch" && !resp.deferred && resp.status < 300 &&
       info.resource == "customresourcedefinitions" && info.group == "apiextensions.k8s.io") {
     if (verb == "deletecollection") load_crds(*this);
     else sync_crd(*this, info.name.empty() ? ctx.created_name : info.name);
+  }
+  if (resp.deferred) {
+    if (!ctx.warnings.empty()) {
+      resp.deferred->then([warnings = std::move(ctx.warnings)](http::Response& r) {
+        for (const auto& w : warnings) r.headers.push_back({"Warning", warning_header(w)});
+      });
+    }
+    return resp;
   }
   for (const auto& w : ctx.warnings) resp.headers.push_back({"Warning", warning_header(w)});
   return resp;

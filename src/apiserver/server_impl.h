@@ -38,6 +38,7 @@ class Server final : public ApiServer {
   ~Server() override;
 
   http::Response handle(http::Request& request) override;
+  http::Response serve(http::Request& request) override;
   void set_ready(bool ready) override { ready_ = ready; }
   void shutdown() override;
   Status ensure_bootstrap_policy() override;
@@ -161,6 +162,7 @@ void release_gpu_quota(Context& c, const json& pod);
 http::Response object_response(Context& c, int code, json obj);
 // Maps a storage error for object `name` of the context's resource.
 ApiError storage_error(const Context& c, const Status& s, const std::string& name);
+ApiError storage_error(const api::Resource& r, const Status& s, const std::string& name);
 // Stores `next` in place of `cur` (after prepare/validation) or deletes it
 // when it is being deleted and has no finalizers left. Returns the object
 // as stored, or nullopt when it was deleted.

@@ -181,11 +181,17 @@ http::Response object_response(Context& c, int code, json obj) {
 }
 
 ApiError storage_error(const Context& c, const Status& s, const std::string& name) {
+  return storage_error(c.resource(), s, name);
+}
+
+ApiError storage_error(const api::Resource& r, const Status& s, const std::string& name) {
   switch (s.code()) {
-    case Code::kNotFound: return not_found(c.resource(), name);
-    case Code::kAlreadyExists: return already_exists(c.resource(), name);
+    case Code::kNotFound:
+      return not_found(r, name);
+    case Code::kAlreadyExists:
+      return already_exists(r, name);
     case Code::kConflict:
-      return conflict(c.resource(), name,
+      return conflict(r, name,
                       "the object has been modified; please apply your changes to the latest "
                       "version and try again");
     case Code::kTooLarge:

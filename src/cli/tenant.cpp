@@ -150,7 +150,7 @@ class TenantImpl final : public Tenant {
     ho.port = listen_port_;
     ho.tls = http::TlsConfig{bundle->serving.cert_pem, bundle->serving.key_pem, bundle->ca.cert_pem};
     apiserver::ApiServer* api = api_.get();
-    auto server = http::Server::start(ho, [api](http::Request& r) { return api->handle(r); });
+    auto server = http::Server::start(ho, [api](http::Request& r) { return api->serve(r); });
     if (!server.is_ok()) return server.status();
     server_ = std::move(server).value();
 

@@ -264,6 +264,22 @@ void Connection::run_handler() {
                                   "an internal error occurred while handling the request");
     }
   }
+  if (response_.deferred) {
+    // The answer comes when the handler's work completes, on the thread that
+    // completes it; this thread goes back to the pool.
+    std::shared_ptr<DeferredResponse> deferred = std::move(response_.deferred);
+    response_ = Response{};
+    deferred->on_complete([self = shared_from_this()](Response r) {
+      if (r.deferred) {
+        VKUBE_LOG(error, "http: a deferred response completed with another deferred one");
+        r = status_response(500, "InternalError", "the handler returned an invalid response");
+      }
+      self->response_ = std::move(r);
+      net::post(self->executor_, [self] { self->on_response(); });
+      self->core_.handler_finished();
+    });
+    return;
+  }
   net::post(executor_, [self = shared_from_this()] { self->on_response(); });
   core_.handler_finished();
 }

@@ -2,8 +2,9 @@
 // response writing and chunked streaming. Private to the transport.
 //
 // Every member is used on the connection's strand, except request_ and
-// response_, which belong to the worker thread while a handler runs (the
-// strand does not touch them in State::kHandling; the posts between the two
+// response_, which belong to the worker thread while a handler runs, and to
+// the thread that completes a deferred response until it posts it (the
+// strand does not touch them in State::kHandling; the posts between them
 // order the accesses).
 #pragma once
 

@@ -1,6 +1,7 @@
 // Query strings, percent-decoding and the header helpers of Request/Response.
 // No Beast here: these are used by layers above the transport too.
 #include <algorithm>
+#include <future>
 
 #include "vkube/http/server.h"
 #include "wire.h"
@@ -104,6 +105,52 @@ void Response::set_header(std::string name, std::string value) {
   it->value = std::move(value);
   // Later duplicates would contradict the replacement; drop them.
   headers.erase(std::remove_if(it + 1, headers.end(), same), headers.end());
+}
+
+void DeferredResponse::then(std::function<void(Response&)> step) {
+  std::lock_guard lock(mu_);
+  if (done_) {
+    step(*done_);
+  } else {
+    steps_.push_back(std::move(step));
+  }
+}
+
+void DeferredResponse::complete(Response response) {
+  std::function<void(Response)> deliver;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& step : steps_) step(response);
+    steps_.clear();
+    if (!deliver_) {
+      done_ = std::move(response);
+      return;
+    }
+    deliver = std::move(deliver_);
+  }
+  deliver(std::move(response));
+}
+
+void DeferredResponse::on_complete(std::function<void(Response)> deliver) {
+  std::optional<Response> ready;
+  {
+    std::lock_guard lock(mu_);
+    if (!done_) {
+      deliver_ = std::move(deliver);
+      return;
+    }
+    ready = std::move(done_);
+    done_.reset();
+  }
+  deliver(std::move(*ready));
+}
+
+Response DeferredResponse::wait(Response r) {
+  if (!r.deferred) return r;
+  std::promise<Response> answer;
+  auto ready = answer.get_future();
+  r.deferred->on_complete([&answer](Response final) { answer.set_value(std::move(final)); });
+  return ready.get();
 }
 
 }  // namespace vkube::http

@@ -1,13 +1,20 @@
 // RocksDbBackend: the durable MVCC Backend (see key_codec.h for the layout).
 //
 // Writes: each mutation checks its precondition and takes the next revision
-// under write_mu_, then joins the current commit group. The first writer of a
-// group leads it: one synced WriteBatch for the whole group (group commit),
-// then the events are published to the watch hub in revision order, then
-// every member is acknowledged. Only one group is in flight at a time, so the
-// WAL, the "latest" column family and the event stream all follow revision
-// order. pending_ lets a writer see the not-yet-committed state of a key that
-// an earlier member of the group changed.
+// under write_mu_, then joins the current commit group. One thread at a time
+// leads: it commits a group as one synced WriteBatch (group commit), publishes
+// its events to the watch hub in revision order, then acknowledges every
+// member. Only one group is in flight at a time, so the WAL, the "latest"
+// column family and the event stream all follow revision order. pending_ lets
+// a writer see the not-yet-committed state of a key that an earlier member of
+// the group changed.
+//
+// Who leads: a writer that finds no leader. A waiting (synchronous) writer
+// leads one group, then hands the lead to a waiting writer of the next group,
+// or, when that group holds only create_async writes, to the committer
+// thread, so that nobody waits on others' commits. An async writer's thread,
+// and the committer, lead until no writer is left or a waiting one can take
+// over. The committer thread starts with the first create_async.
 #pragma once
 
 #include <rocksdb/db.h>
@@ -20,6 +27,7 @@
 #include <optional>
 #include <shared_mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -64,6 +72,7 @@ class RocksDbBackend final : public Backend {
   ~RocksDbBackend() override;
 
   Result<KeyValue> create(std::string_view key, std::string_view value) override;
+  void create_async(std::string_view key, std::string_view value, Done done) override;
   Result<KeyValue> update(std::string_view key, std::string_view value,
                           Revision expected_mod_revision) override;
   Result<KeyValue> remove(std::string_view key, Revision expected_mod_revision) override;
@@ -86,12 +95,34 @@ class RocksDbBackend final : public Backend {
     std::optional<pb::Record> record;  // nullopt: deleted
   };
 
+  // A write of the open group: a waiting writer's (waiter set) or an async one's.
+  struct Member {
+    Waiter* waiter = nullptr;
+    Done done;
+    KeyValue result;
+  };
+  // An async member's acknowledgement, run by the leader outside the lock.
+  struct Completion {
+    Done done;
+    Result<KeyValue> result;
+  };
+
   Result<KeyValue> mutate(Op op, std::string_view key, std::string_view value,
                           Revision expected);
+  // Checks the precondition, takes the next revision and adds the write to
+  // the open group. Caller holds write_mu_. Returns what the writer gets once
+  // the group commits.
+  Result<KeyValue> stage(Op op, std::string_view key, std::string_view value, Revision expected);
   // Reads the current (possibly pending) state of key. Caller holds write_mu_.
   Result<std::optional<pb::Record>> current_state(const std::string& key);
-  // Commits the current group; caller holds write_mu_ via `lock` and leads.
-  void lead_group(std::unique_lock<std::mutex>& lock);
+  // Leads, starting with the open group (see the top of this file); `waits`:
+  // the leader is a waiting writer. Called with write_mu_ held via `lock`;
+  // returns with it released.
+  void lead(std::unique_lock<std::mutex>& lock, bool waits);
+  // Commits the open group and wakes its waiting writers; returns its async
+  // writers' acknowledgements. Caller holds write_mu_ and leads.
+  std::vector<Completion> commit_group(std::unique_lock<std::mutex>& lock);
+  void committer_main();
 
   Result<KeyValue> get_at(std::string_view key, Revision revision);
   Status check_revision(Revision revision) const;
@@ -114,7 +145,11 @@ class RocksDbBackend final : public Backend {
   Status write_error_;  // set after a failed commit: the store refuses writes
   std::unique_ptr<rocksdb::WriteBatch> batch_;
   std::vector<EventPtr> group_events_;
-  std::vector<Waiter*> group_waiters_;
+  std::vector<Member> group_;
+  std::thread committer_;
+  std::condition_variable committer_cv_;
+  bool committer_turn_ = false;  // the committer is handed the lead
+  bool committer_stop_ = false;
   std::unordered_map<std::string, Pending> pending_;
 };
 

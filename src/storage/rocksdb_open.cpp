@@ -272,7 +272,10 @@ RocksDbBackend::~RocksDbBackend() {
     std::unique_lock lock(write_mu_);
     write_error_ = Status::unavailable("store is closed");
     idle_cv_.wait(lock, [&] { return !leading_; });
+    committer_stop_ = true;
+    committer_cv_.notify_one();
   }
+  if (committer_.joinable()) committer_.join();
   hub_.close();
   h_->close();
 }

@@ -1,4 +1,6 @@
 // The write path: preconditions, revision assignment and group commit.
+#include <algorithm>
+
 #include "key_codec.h"
 #include "rocksdb_backend.h"
 #include "vkube/common/log.h"
@@ -54,13 +56,10 @@ Result<std::optional<pb::Record>> RocksDbBackend::current_state(const std::strin
   return std::optional<pb::Record>(std::move(r));
 }
 
-Result<KeyValue> RocksDbBackend::mutate(Op op, std::string_view key_view, std::string_view value,
-                                        Revision expected) {
-  VKUBE_RETURN_IF_ERROR(validate(key_view, value));
-  std::string key(key_view);
-
-  std::unique_lock lock(write_mu_);
+Result<KeyValue> RocksDbBackend::stage(Op op, std::string_view key_view, std::string_view value,
+                                       Revision expected) {
   if (!write_error_.is_ok()) return write_error_;
+  std::string key(key_view);
   auto cur = current_state(key);
   if (!cur.is_ok()) return cur.status();
   const std::optional<pb::Record>& prev = *cur;
@@ -111,26 +110,74 @@ Result<KeyValue> RocksDbBackend::mutate(Op op, std::string_view key_view, std::s
   batch_->Put(h_->log, codec::be64(rev), entry.SerializeAsString());
   pending_[key] = Pending{rev, std::move(next)};
   group_events_.push_back(std::move(event));
-
-  Waiter self;
-  group_waiters_.push_back(&self);
-  if (leading_) {
-    self.cv.wait(lock, [&] { return self.done || self.lead; });
-    if (self.done) {
-      if (!self.status.is_ok()) return self.status;
-      return result;
-    }
-  }
-  leading_ = true;
-  lead_group(lock);
-  if (!self.status.is_ok()) return self.status;
   return result;
 }
 
-void RocksDbBackend::lead_group(std::unique_lock<std::mutex>& lock) {
+Result<KeyValue> RocksDbBackend::mutate(Op op, std::string_view key, std::string_view value,
+                                        Revision expected) {
+  VKUBE_RETURN_IF_ERROR(validate(key, value));
+  std::unique_lock lock(write_mu_);
+  auto staged = stage(op, key, value, expected);
+  if (!staged.is_ok()) return staged.status();
+  Waiter self;
+  group_.push_back(Member{&self, nullptr, {}});
+  if (leading_) {
+    self.cv.wait(lock, [&] { return self.done || self.lead; });
+  }
+  if (!self.done) {
+    leading_ = true;
+    lead(lock, true);
+  }
+  if (!self.status.is_ok()) return self.status;
+  return staged;
+}
+
+void RocksDbBackend::create_async(std::string_view key, std::string_view value, Done done) {
+  if (Status s = validate(key, value); !s.is_ok()) return done(s);
+  std::unique_lock lock(write_mu_);
+  auto staged = stage(Op::kCreate, key, value, 0);
+  if (!staged.is_ok()) {
+    lock.unlock();
+    return done(staged.status());
+  }
+  group_.push_back(Member{nullptr, std::move(done), std::move(staged).value()});
+  if (!committer_.joinable()) committer_ = std::thread([this] { committer_main(); });
+  if (leading_) return;  // the leader commits it
+  leading_ = true;
+  lead(lock, false);
+}
+
+void RocksDbBackend::lead(std::unique_lock<std::mutex>& lock, bool waits) {
+  for (;;) {
+    std::vector<Completion> completions = commit_group(lock);
+    bool keep = false;
+    if (group_.empty()) {
+      leading_ = false;
+      idle_cv_.notify_all();
+    } else if (auto it = std::find_if(group_.begin(), group_.end(),
+                                      [](const Member& m) { return m.waiter != nullptr; });
+               it != group_.end()) {
+      // Writers queued while we were committing: a waiting one leads next.
+      it->waiter->lead = true;
+      it->waiter->cv.notify_one();
+    } else if (waits) {
+      committer_turn_ = true;
+      committer_cv_.notify_one();
+    } else {
+      keep = true;
+    }
+    lock.unlock();
+    for (Completion& c : completions) c.done(std::move(c.result));
+    if (!keep) return;
+    lock.lock();
+  }
+}
+
+std::vector<RocksDbBackend::Completion> RocksDbBackend::commit_group(
+    std::unique_lock<std::mutex>& lock) {
   auto batch = std::exchange(batch_, std::make_unique<rocksdb::WriteBatch>());
   auto events = std::exchange(group_events_, {});
-  auto waiters = std::exchange(group_waiters_, {});
+  auto members = std::exchange(group_, {});
   const Revision last = events.back()->kv.mod_revision;
 
   Status status = write_error_;
@@ -140,7 +187,7 @@ void RocksDbBackend::lead_group(std::unique_lock<std::mutex>& lock) {
     rocksdb::Status s = h_->db->Write(write_options_, batch.get());
     status = from_rocksdb(s, "committing revision " + std::to_string(last));
     // Watchers hear of the group only now that it is durable, and in order:
-    // no other group commits until this leader hands over.
+    // no other group commits until this leader is done.
     if (status.is_ok()) {
       committed_.store(last);
       hub_.publish(events);
@@ -159,19 +206,32 @@ void RocksDbBackend::lead_group(std::unique_lock<std::mutex>& lock) {
               {"error", status.message()});
     write_error_ = status;
   }
-  for (Waiter* w : waiters) {
-    w->status = status;
-    w->done = true;
-    w->cv.notify_one();
+  std::vector<Completion> completions;
+  for (Member& m : members) {
+    if (m.waiter != nullptr) {
+      m.waiter->status = status;
+      m.waiter->done = true;
+      m.waiter->cv.notify_one();
+    } else if (status.is_ok()) {
+      completions.push_back(Completion{std::move(m.done), std::move(m.result)});
+    } else {
+      completions.push_back(Completion{std::move(m.done), status});
+    }
   }
-  leading_ = false;
-  if (!group_waiters_.empty()) {
-    // Writers queued while we were committing: the first leads their group.
-    leading_ = true;
-    group_waiters_.front()->lead = true;
-    group_waiters_.front()->cv.notify_one();
-  } else {
-    idle_cv_.notify_all();
+  return completions;
+}
+
+void RocksDbBackend::committer_main() {
+  std::unique_lock lock(write_mu_);
+  for (;;) {
+    committer_cv_.wait(lock, [&] { return committer_turn_ || committer_stop_; });
+    if (committer_turn_) {
+      committer_turn_ = false;
+      lead(lock, false);
+      lock.lock();
+      continue;
+    }
+    return;
   }
 }
 

@@ -57,6 +57,9 @@ class WatchCache final : public Backend {
   Result<KeyValue> create(std::string_view key, std::string_view value) override {
     return inner_.create(key, value);
   }
+  void create_async(std::string_view key, std::string_view value, Done done) override {
+    inner_.create_async(key, value, std::move(done));
+  }
   Result<KeyValue> update(std::string_view key, std::string_view value, Revision expected) override {
     return inner_.update(key, value, expected);
   }

@@ -57,8 +57,13 @@ class ApiServer {
   static std::unique_ptr<ApiServer> create(Options options);
   virtual ~ApiServer() = default;
 
-  // Handles one request through the whole chain. Thread-safe.
+  // Handles one request through the whole chain and returns its answer.
+  // Thread-safe.
   virtual http::Response handle(http::Request& request) = 0;
+  // handle() for the transport: the answer may come as a DeferredResponse
+  // (a create's, once its write commits), and the calling thread does not
+  // wait for it.
+  virtual http::Response serve(http::Request& request) = 0;
   // Marks the server ready (/readyz 200) or not.
   virtual void set_ready(bool ready) = 0;
   // Ends open watches and background loops (before the backend closes).

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -85,13 +86,40 @@ class StreamSink {
   virtual void close() = 0;
 };
 
+class DeferredResponse;
+
 struct Response {
   int status = 200;
   std::vector<Header> headers;  // Content-Type etc.; Content-Length is set by the transport
   std::string body;
   std::shared_ptr<ResponseStream> stream;  // when set, body is ignored
+  // When set, the rest is ignored: the answer comes later (DeferredResponse).
+  std::shared_ptr<DeferredResponse> deferred;
 
   void set_header(std::string name, std::string value);
+};
+
+// An answer its handler gives later, from any thread: the handler returns a
+// Response with only `deferred` set, and whoever finishes the work (a durable
+// write's commit) calls complete() exactly once. The handler's thread is free
+// for other requests meanwhile. The layers between the handler and the
+// transport add their part (metrics, headers) with then().
+class DeferredResponse {
+ public:
+  // Runs `step` on the final response before the client gets it, after the
+  // steps added before it; at once when the response is already complete.
+  void then(std::function<void(Response&)> step);
+  void complete(Response response);
+  // For the transport: `deliver` gets the final response, once.
+  void on_complete(std::function<void(Response)> deliver);
+  // `r` itself, or when deferred its final response, waited for.
+  static Response wait(Response r);
+
+ private:
+  std::mutex mu_;
+  std::vector<std::function<void(Response&)>> steps_;
+  std::optional<Response> done_;
+  std::function<void(Response)> deliver_;
 };
 
 // Handles one request. Runs on a worker thread (not an I/O thread), so it may

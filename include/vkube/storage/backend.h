@@ -99,6 +99,17 @@ class Backend {
   // and watchers will see it. Returns the stored KeyValue.
   virtual Result<KeyValue> create(std::string_view key, std::string_view value) = 0;
 
+  // create() without waiting: `done` gets what create() would return, once
+  // the write is durable or failed, on whichever thread finished it (often
+  // another writer's), possibly before create_async returns. The thread that
+  // calls it is free meanwhile, instead of sleeping through the commit. done
+  // must be quick and must not write to this store. By default it is create()
+  // followed by done.
+  using Done = std::function<void(Result<KeyValue>)>;
+  virtual void create_async(std::string_view key, std::string_view value, Done done) {
+    done(create(key, value));
+  }
+
   // Replaces the value of an existing key. expected_mod_revision != 0 must
   // equal the key's mod_revision (kConflict otherwise); 0 means "any".
   // kNotFound when the key does not exist. Returns the stored KeyValue.

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include <catch2/catch.hpp>
@@ -615,6 +616,90 @@ TEST_CASE("shutdown lets an in-flight handler answer", "[http]") {
   client.close();
   stopper.join();
   CHECK(server->open_connections() == 0);
+}
+
+TEST_CASE("a deferred answer is sent when completed, from any thread, in order", "[http]") {
+  // Completed later by another thread, or before the handler returns; the
+  // handler's worker is not held meanwhile (2 workers serve 3 pending).
+  std::mutex mu;
+  std::vector<std::shared_ptr<DeferredResponse>> pending;
+  ServerOptions o;
+  o.worker_threads = 2;
+  auto server = Server::start(o, [&](Request& req) {
+    auto d = std::make_shared<DeferredResponse>();
+    d->then([](Response& r) { r.set_header("X-Step", "one"); });
+    Response later;
+    later.deferred = d;
+    if (req.path == "/now") {
+      Response r;
+      r.status = 201;
+      r.body = "now";
+      d->complete(std::move(r));
+    } else {
+      std::lock_guard lock(mu);
+      pending.push_back(d);
+    }
+    d->then([](Response& r) { r.body += "+two"; });
+    return later;
+  });
+  REQUIRE(server.is_ok());
+
+  RawClient now((*server)->port());
+  REQUIRE(now.send("GET /now HTTP/1.1\r\nHost: x\r\n\r\n"));
+  auto first = now.read_reply();
+  CHECK(first.status == 201);
+  CHECK(first.body == "now+two");
+  CHECK_THAT(first.head, Catch::Contains("X-Step: one"));
+
+  std::vector<std::unique_ptr<RawClient>> clients;
+  for (int i = 0; i < 3; ++i) {
+    clients.push_back(std::make_unique<RawClient>((*server)->port()));
+    REQUIRE(clients.back()->send("GET /later HTTP/1.1\r\nHost: x\r\n\r\n"));
+  }
+  REQUIRE(eventually([&] {
+    std::lock_guard lock(mu);
+    return pending.size() == 3;
+  }));
+  std::thread finisher([&] {
+    std::lock_guard lock(mu);
+    for (size_t i = 0; i < pending.size(); ++i) {
+      Response r;
+      r.status = 200;
+      r.body = "later " + std::to_string(i);
+      pending[i]->complete(std::move(r));
+    }
+  });
+  finisher.join();
+  std::set<std::string> bodies;
+  for (auto& c : clients) {
+    auto reply = c->read_reply();
+    CHECK(reply.status == 200);
+    CHECK_THAT(reply.head, Catch::Contains("X-Step: one"));
+    bodies.insert(reply.body);
+  }
+  CHECK(bodies == std::set<std::string>{"later 0+two", "later 1+two", "later 2+two"});
+  // The connection goes on with the next request.
+  REQUIRE(now.send("GET /now HTTP/1.1\r\nHost: x\r\n\r\n"));
+  CHECK(now.read_reply().body == "now+two");
+}
+
+TEST_CASE("DeferredResponse::wait gives the final answer", "[http]") {
+  auto d = std::make_shared<DeferredResponse>();
+  Response r;
+  r.deferred = d;
+  std::thread later([d] {
+    std::this_thread::sleep_for(20ms);
+    Response done;
+    done.status = 409;
+    d->complete(std::move(done));
+  });
+  Response got = DeferredResponse::wait(std::move(r));
+  later.join();
+  CHECK(got.status == 409);
+  CHECK_FALSE(got.deferred);
+  Response plain;
+  plain.status = 204;
+  CHECK(DeferredResponse::wait(std::move(plain)).status == 204);
 }
 
 TEST_CASE("idle keep-alive connections are closed", "[http]") {
