@@ -9,12 +9,11 @@
 // a writer see the not-yet-committed state of a key that an earlier member of
 // the group changed.
 //
-// Who leads: a writer that finds no leader. A waiting (synchronous) writer
-// leads one group, then hands the lead to a waiting writer of the next group,
-// or, when that group holds only create_async writes, to the committer
-// thread, so that nobody waits on others' commits. An async writer's thread,
-// and the committer, lead until no writer is left or a waiting one can take
-// over. The committer thread starts with the first create_async.
+// Who leads: a writer (waiting or create_async) that finds no leader
+// commits its own group, with no hand-off when the store is quiet. Writers
+// that queued meanwhile are committed by the committer thread, which leads
+// until none is left, so that no writer's caller waits on others' commits.
+// The committer thread starts the first time it is needed.
 #pragma once
 
 #include <rocksdb/db.h>
@@ -115,10 +114,10 @@ class RocksDbBackend final : public Backend {
   Result<KeyValue> stage(Op op, std::string_view key, std::string_view value, Revision expected);
   // Reads the current (possibly pending) state of key. Caller holds write_mu_.
   Result<std::optional<pb::Record>> current_state(const std::string& key);
-  // Leads, starting with the open group (see the top of this file); `waits`:
-  // the leader is a waiting writer. Called with write_mu_ held via `lock`;
-  // returns with it released.
-  void lead(std::unique_lock<std::mutex>& lock, bool waits);
+  // Leads, starting with the open group (see the top of this file): a
+  // writer commits one group, the committer until none is left. Called with
+  // write_mu_ held via `lock`; returns with it released.
+  void lead(std::unique_lock<std::mutex>& lock, bool committer);
   // Commits the open group and wakes its waiting writers; returns its async
   // writers' acknowledgements. Caller holds write_mu_ and leads.
   std::vector<Completion> commit_group(std::unique_lock<std::mutex>& lock);

@@ -1,6 +1,4 @@
 // The write path: preconditions, revision assignment and group commit.
-#include <algorithm>
-
 #include "key_codec.h"
 #include "rocksdb_backend.h"
 #include "vkube/common/log.h"
@@ -10,7 +8,6 @@ namespace vkube::storage {
 struct RocksDbBackend::Waiter {
   std::condition_variable cv;
   bool done = false;
-  bool lead = false;  // handed the leadership of the next group
   Status status;
 };
 
@@ -122,11 +119,10 @@ Result<KeyValue> RocksDbBackend::mutate(Op op, std::string_view key, std::string
   Waiter self;
   group_.push_back(Member{&self, nullptr, {}});
   if (leading_) {
-    self.cv.wait(lock, [&] { return self.done || self.lead; });
-  }
-  if (!self.done) {
+    self.cv.wait(lock, [&] { return self.done; });
+  } else {
     leading_ = true;
-    lead(lock, true);
+    lead(lock, false);
   }
   if (!self.status.is_ok()) return self.status;
   return staged;
@@ -141,34 +137,28 @@ void RocksDbBackend::create_async(std::string_view key, std::string_view value, 
     return done(staged.status());
   }
   group_.push_back(Member{nullptr, std::move(done), std::move(staged).value()});
-  if (!committer_.joinable()) committer_ = std::thread([this] { committer_main(); });
   if (leading_) return;  // the leader commits it
   leading_ = true;
   lead(lock, false);
 }
 
-void RocksDbBackend::lead(std::unique_lock<std::mutex>& lock, bool waits) {
+void RocksDbBackend::lead(std::unique_lock<std::mutex>& lock, bool committer) {
   for (;;) {
     std::vector<Completion> completions = commit_group(lock);
-    bool keep = false;
-    if (group_.empty()) {
+    const bool more = !group_.empty();
+    if (!more) {
       leading_ = false;
       idle_cv_.notify_all();
-    } else if (auto it = std::find_if(group_.begin(), group_.end(),
-                                      [](const Member& m) { return m.waiter != nullptr; });
-               it != group_.end()) {
-      // Writers queued while we were committing: a waiting one leads next.
-      it->waiter->lead = true;
-      it->waiter->cv.notify_one();
-    } else if (waits) {
+    } else if (!committer) {
+      // Writers queued while we were committing: the committer thread
+      // commits them, so that this writer's caller is not held up.
+      if (!committer_.joinable()) committer_ = std::thread([this] { committer_main(); });
       committer_turn_ = true;
       committer_cv_.notify_one();
-    } else {
-      keep = true;
     }
     lock.unlock();
     for (Completion& c : completions) c.done(std::move(c.result));
-    if (!keep) return;
+    if (!more || !committer) return;
     lock.lock();
   }
 }
@@ -227,7 +217,7 @@ void RocksDbBackend::committer_main() {
     committer_cv_.wait(lock, [&] { return committer_turn_ || committer_stop_; });
     if (committer_turn_) {
       committer_turn_ = false;
-      lead(lock, false);
+      lead(lock, true);
       lock.lock();
       continue;
     }
