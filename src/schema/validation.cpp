@@ -3,6 +3,8 @@
 #include <set>
 #include <type_traits>
 
+#include "vkube/common/json_scan.h"
+
 namespace vkube::schema {
 
 namespace {
@@ -97,8 +99,41 @@ std::vector<std::string> drop_unknown_fields(const Message& m, json& obj) {
   return out;
 }
 
+namespace {
+
+// The object members a JSON text holds: every ':' outside a string ends a
+// key. npos when a string does not end.
+size_t members_in_text(std::string_view text) {
+  size_t n = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '"') {
+      size_t end = json_scan::detail::string_end(text, i);
+      if (end == json_scan::npos) return json_scan::npos;
+      i = end - 1;
+    } else if (text[i] == ':') {
+      ++n;
+    }
+  }
+  return n;
+}
+
+size_t members_in_tree(const json& j) {
+  size_t n = j.is_object() ? j.size() : 0;
+  if (j.is_structured()) {
+    for (const json& child : j) n += members_in_tree(child);
+  }
+  return n;
+}
+
+}  // namespace
+
 json parse_json(std::string_view text, std::vector<std::string>* duplicates) {
-  if (duplicates == nullptr) return json::parse(text, nullptr, /*allow_exceptions=*/false);
+  json quick = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  // A key repeated in an object leaves the tree with fewer members than the
+  // text: only then is the text parsed again to name the duplicates.
+  if (duplicates == nullptr || quick.is_discarded() ||
+      members_in_text(text) == members_in_tree(quick))
+    return quick;
   // The parser callback sees keys and container boundaries in order; a stack
   // of (path, keys seen, next array index) follows the nesting.
   struct Level {

@@ -59,6 +59,12 @@ TEST_CASE("duplicate keys are found with their path", "[schema]") {
         Paths{"metadata.name", "spec.containers[1].image"});
   CHECK(duplicate_fields(R"({"a": [1, 2, {"b": 1, "b": 2}]})") == Paths{"a[2].b"});
   CHECK(duplicate_fields(R"({"a": {"x": 1}, "b": {"x": 1}})").empty());
+  // Colons and escaped quotes inside strings are not keys.
+  CHECK(duplicate_fields(R"({"url": "http://a:1/\":x", "k:y": ["a:b", {"c": ":"}]})").empty());
+  CHECK(duplicate_fields(R"({"url": "http://a:1", "q": {"t": "a\"b:", "t": 2}})") == Paths{"q.t"});
+  // Empty containers, and a repeated key whose values differ in shape.
+  CHECK(duplicate_fields(R"({"a": {}, "b": [], "c": [{}], "a": {"x": 1}})") == Paths{"a"});
+  CHECK(duplicate_fields(R"([{"a": 1}, {"a": 1, "a": 1}])") == Paths{"[1].a"});
 }
 
 }  // namespace
