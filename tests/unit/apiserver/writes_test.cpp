@@ -205,6 +205,45 @@ TEST_CASE("a create answers with the object as a GET then reads it, in the form 
   CHECK(rows["rows"][0]["cells"][0] == "as-table");
 }
 
+TEST_CASE("a create served for the transport answers once its write commits", "[apiserver]") {
+  // serve() hands a POST's answer over as a DeferredResponse; metrics, the
+  // in-flight gauge and errors come with the final answer.
+  Server s;
+  auto post = [&](const std::string& name) {
+    http::Request req = testing::request("POST", "/api/v1/namespaces/w/configmaps");
+    req.peer = http::PeerCertificate{"admin", {"system:masters"}};
+    req.headers.push_back({"Content-Type", "application/json"});
+    req.body = json{{"metadata", {{"name", name}}}, {"data", {{"a", "1"}}}}.dump();
+    return s.api->serve(req);
+  };
+  http::Response first = post("once");
+  REQUIRE(first.deferred);
+  first = http::DeferredResponse::wait(std::move(first));
+  INFO(first.body);
+  CHECK(first.status == 201);
+  CHECK(json::parse(first.body)["metadata"]["name"] == "once");
+
+  http::Response again = http::DeferredResponse::wait(post("once"));
+  CHECK(again.status == 409);
+  json status = json::parse(again.body);
+  CHECK(status["kind"] == "Status");
+  CHECK(status["reason"] == "AlreadyExists");
+  CHECK(status["message"] == "configmaps \"once\" already exists");
+  CHECK(status["details"] == json{{"name", "once"}, {"kind", "configmaps"}});
+
+  std::string metrics = s.call("GET", "/metrics").body;
+  CHECK_THAT(
+      metrics,
+      Catch::Contains(
+          "apiserver_request_total{verb=\"create\",resource=\"configmaps\",code=\"201\"} 1\n"));
+  CHECK_THAT(
+      metrics,
+      Catch::Contains(
+          "apiserver_request_total{verb=\"create\",resource=\"configmaps\",code=\"409\"} 1\n"));
+  // Only the scrape itself is in flight.
+  CHECK_THAT(metrics, Catch::Contains("apiserver_current_inflight_requests 1\n"));
+}
+
 TEST_CASE("bodies nested absurdly deep are refused and not recursed into", "[apiserver]") {
   Server s;
   std::string deep = R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"d"},"data":)";
