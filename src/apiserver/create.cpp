@@ -1,4 +1,6 @@
 // POST: create an object.
+#include <optional>
+
 #include "codec.h"
 #include "custom_resources.h"
 #include "field_manager.h"
@@ -49,6 +51,18 @@ std::string pod_qos_class(const json& pod) {
   }
   if (!any) return "BestEffort";
   return guaranteed ? "Guaranteed" : "Burstable";
+}
+
+// The 201 answer of a create as the stored bytes with their resourceVersion
+// spliced in; nullopt when they have no metadata object to splice it into.
+std::optional<http::Response> stored_answer(const std::string& stored, storage::Revision rev) {
+  auto body = splice_resource_version(stored, rev);
+  if (!body) return std::nullopt;
+  http::Response resp;
+  resp.status = 201;
+  resp.set_header("Content-Type", "application/json");
+  resp.body = std::move(*body);
+  return resp;
 }
 
 }  // namespace
@@ -128,22 +142,16 @@ http::Response create_object(Context& c, json obj, bool track, bool may_defer) {
     auto deferred = std::make_shared<http::DeferredResponse>();
     c.server.backend().create_async(
         c.key(name), *stored,
+        // `kinds` keeps `resource` alive (a custom kind may be removed meanwhile).
         [deferred, stored, name, kinds = c.kinds, resource = &r](Result<storage::KeyValue> kv) {
           if (!kv.is_ok()) {
             deferred->complete(error_response(storage_error(*resource, kv.status(), name)));
-            return;
-          }
-          auto body = splice_resource_version(*stored, kv->mod_revision);
-          if (!body) {
+          } else if (auto answer = stored_answer(*stored, kv->mod_revision)) {
+            deferred->complete(std::move(*answer));
+          } else {
             deferred->complete(error_response(Status::internal(
                 "the created object has no metadata to add its resourceVersion to")));
-            return;
           }
-          http::Response resp;
-          resp.status = 201;
-          resp.set_header("Content-Type", "application/json");
-          resp.body = std::move(*body);
-          deferred->complete(std::move(resp));
         });
     c.created_name = name;
     http::Response later;
@@ -160,13 +168,7 @@ http::Response create_object(Context& c, json obj, bool track, bool may_defer) {
   }
   c.created_name = name;
   if (answer_stored) {
-    if (auto body = splice_resource_version(stored, kv->mod_revision)) {
-      http::Response resp;
-      resp.status = 201;
-      resp.set_header("Content-Type", "application/json");
-      resp.body = std::move(*body);
-      return resp;
-    }
+    if (auto answer = stored_answer(stored, kv->mod_revision)) return std::move(*answer);
   }
   meta["resourceVersion"] = std::to_string(kv->mod_revision);
   return object_response(c, 201, std::move(obj));

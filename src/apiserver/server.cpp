@@ -141,20 +141,17 @@ http::Response Server::serve(http::Request& req) {
   }
   std::string resource = info.resource;
   if (!info.subresource.empty()) resource += "/" + info.subresource;
-  auto observe = [this, start, verb = info.is_resource_request ? info.verb : "nonresource",
-                  resource = std::move(resource)](const http::Response& r, std::string_view path) {
-    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    metrics_.observe(verb, resource, r.status, secs);
-    if (r.stream == nullptr)
-      VKUBE_LOG(debug, "request", {"verb", verb}, {"path", path}, {"code", r.status},
-                {"ms", secs * 1000});
-  };
-  if (resp.deferred) {
-    resp.deferred->then(
-        [observe = std::move(observe), path = req.path](http::Response& r) { observe(r, path); });
-  } else {
-    observe(resp, req.path);
-  }
+  // A deferred answer is counted when it completes.
+  http::DeferredResponse::finally(
+      resp, [this, start, verb = info.is_resource_request ? info.verb : "nonresource",
+             resource = std::move(resource), path = req.path](http::Response& r) {
+        double secs =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        metrics_.observe(verb, resource, r.status, secs);
+        if (r.stream == nullptr)
+          VKUBE_LOG(debug, "request", {"verb", verb}, {"path", path}, {"code", r.status},
+                    {"ms", secs * 1000});
+      });
   return resp;
 }
 
@@ -302,15 +299,11 @@ http::Response Server::route(http::Request& req, const RequestInfo& info, const 
     if (verb == "deletecollection") load_crds(*this);
     else sync_crd(*this, info.name.empty() ? ctx.created_name : info.name);
   }
-  if (resp.deferred) {
-    if (!ctx.warnings.empty()) {
-      resp.deferred->then([warnings = std::move(ctx.warnings)](http::Response& r) {
-        for (const auto& w : warnings) r.headers.push_back({"Warning", warning_header(w)});
-      });
-    }
-    return resp;
+  if (!ctx.warnings.empty()) {
+    http::DeferredResponse::finally(resp, [warnings = std::move(ctx.warnings)](http::Response& r) {
+      for (const auto& w : warnings) r.headers.push_back({"Warning", warning_header(w)});
+    });
   }
-  for (const auto& w : ctx.warnings) resp.headers.push_back({"Warning", warning_header(w)});
   return resp;
 }
 

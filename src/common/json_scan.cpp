@@ -12,6 +12,8 @@ size_t skip_space(std::string_view text, size_t pos) {
   return pos;
 }
 
+}  // namespace detail
+
 size_t string_end(std::string_view text, size_t pos) {
   // Jump from quote to quote; a quote preceded by an odd run of
   // backslashes is escaped.
@@ -27,13 +29,11 @@ size_t string_end(std::string_view text, size_t pos) {
   }
 }
 
-}  // namespace detail
-
 size_t skip_value(std::string_view text, size_t pos) {
   size_t i = detail::skip_space(text, pos);
   if (i >= text.size()) return npos;
   char first = text[i];
-  if (first == '"') return detail::string_end(text, i);
+  if (first == '"') return string_end(text, i);
   if (first != '{' && first != '[') {
     // A number, true, false or null: up to the next delimiter.
     size_t start = i;
@@ -49,7 +49,7 @@ size_t skip_value(std::string_view text, size_t pos) {
   while (i < text.size()) {
     char ch = text[i];
     if (ch == '"') {
-      i = detail::string_end(text, i);
+      i = string_end(text, i);
       if (i == npos) return npos;
       continue;
     }

@@ -67,7 +67,7 @@ ObjectPtr decode_metadata(const storage::KeyValue& kv) {
   small.reserve(512);
   small.push_back('{');
   auto add = [&small](std::string_view key, std::string_view value) {
-    if (small.size() > 1) small.push_back(',');
+    if (small.back() != '{') small.push_back(',');
     small.push_back('"');
     small.append(key);
     small.append("\":");
@@ -80,15 +80,8 @@ ObjectPtr decode_metadata(const storage::KeyValue& kv) {
         } else if (key == "metadata") {
           if (value.empty() || value.front() != '{') return true;  // finish() copes
           add(key, "{");
-          bool first = true;
           if (!json_scan::for_each_member(value, [&](std::string_view k, std::string_view v) {
-                if (k == "managedFields") return true;
-                if (!first) small.push_back(',');
-                first = false;
-                small.push_back('"');
-                small.append(k);
-                small.append("\":");
-                small.append(v);
+                if (k != "managedFields") add(k, v);
                 return true;
               }))
             return false;

@@ -145,6 +145,14 @@ void DeferredResponse::on_complete(std::function<void(Response)> deliver) {
   deliver(std::move(*ready));
 }
 
+void DeferredResponse::finally(Response& r, std::function<void(Response&)> step) {
+  if (r.deferred) {
+    r.deferred->then(std::move(step));
+  } else {
+    step(r);
+  }
+}
+
 Response DeferredResponse::wait(Response r) {
   if (!r.deferred) return r;
   std::promise<Response> answer;

@@ -107,7 +107,7 @@ size_t members_in_text(std::string_view text) {
   size_t n = 0;
   for (size_t i = 0; i < text.size(); ++i) {
     if (text[i] == '"') {
-      size_t end = json_scan::detail::string_end(text, i);
+      size_t end = json_scan::string_end(text, i);
       if (end == json_scan::npos) return json_scan::npos;
       i = end - 1;
     } else if (text[i] == ':') {

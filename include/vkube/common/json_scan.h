@@ -11,6 +11,10 @@ namespace vkube::json_scan {
 
 constexpr size_t npos = std::string_view::npos;
 
+// The end (one past the closing quote) of the JSON string whose opening
+// quote is at `pos`; npos when it does not end.
+size_t string_end(std::string_view text, size_t pos);
+
 // The end (one past the last byte) of the JSON value that starts at `pos`,
 // skipping leading whitespace; npos when the text ends first or no value
 // starts there.
@@ -26,7 +30,6 @@ bool for_each_member(std::string_view text, Fn&& fn);
 
 namespace detail {
 size_t skip_space(std::string_view text, size_t pos);
-size_t string_end(std::string_view text, size_t pos);  // pos at the opening quote
 }  // namespace detail
 
 template <typename Fn>
@@ -37,7 +40,7 @@ bool for_each_member(std::string_view text, Fn&& fn) {
   if (i < text.size() && text[i] == '}') return detail::skip_space(text, i + 1) == text.size();
   for (;;) {
     if (i >= text.size() || text[i] != '"') return false;
-    size_t key_end = detail::string_end(text, i);
+    size_t key_end = string_end(text, i);
     if (key_end == npos) return false;
     std::string_view key = text.substr(i + 1, key_end - i - 2);
     i = detail::skip_space(text, key_end);

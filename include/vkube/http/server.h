@@ -114,6 +114,8 @@ class DeferredResponse {
   void on_complete(std::function<void(Response)> deliver);
   // `r` itself, or when deferred its final response, waited for.
   static Response wait(Response r);
+  // Runs `step` on `r` now, or on its final response when `r` is deferred.
+  static void finally(Response& r, std::function<void(Response&)> step);
 
  private:
   std::mutex mu_;
