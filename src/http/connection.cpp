@@ -245,10 +245,13 @@ void Connection::dispatch() {
   parser_.reset();
 
   core_.handler_started();
-  core_.workers->post([self = shared_from_this()] { self->run_handler(); });
+  if (core_.options.runs_inline && !core_.stopping && core_.options.runs_inline(request_)) {
+    return run_handler(true);
+  }
+  core_.workers->post([self = shared_from_this()] { self->run_handler(false); });
 }
 
-void Connection::run_handler() {
+void Connection::run_handler(bool on_strand) {
   if (core_.abandon) {
     response_ = status_response(503, "ServiceUnavailable", "the server is shutting down");
   } else {
@@ -279,6 +282,10 @@ void Connection::run_handler() {
       self->core_.handler_finished();
     });
     return;
+  }
+  if (on_strand) {
+    core_.handler_finished();
+    return on_response();
   }
   net::post(executor_, [self = shared_from_this()] { self->on_response(); });
   core_.handler_finished();

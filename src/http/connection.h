@@ -135,7 +135,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void on_body(error_code ec, size_t n);
   void on_read_error(error_code ec);
   void dispatch();
-  void run_handler();  // on a worker thread
+  // On a worker thread, or on the strand for a request that runs inline.
+  void run_handler(bool on_strand);
   void on_response();
   void send_error(int code, std::string_view reason, std::string_view message);
   void write_response();
@@ -149,7 +150,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void on_stream_head(error_code ec, size_t n);
   void watch_peer();
   void on_peer_data(error_code ec, size_t n);
-  void on_stream_written(error_code ec, size_t n);
+  // Builds the next write from what the sink holds; false when it holds nothing.
+  bool next_stream_write();
+  enum class SendResult { kProgress, kBlocked, kFailed };
+  // Sends what it can of stream_out_ now, without blocking.
+  SendResult send_stream_bytes();
+  void on_stream_writable(error_code ec);
   void end_stream_for_shutdown();
   // Calls stream_->stop() once, unless the producer ended the stream itself.
   void stop_stream();
@@ -178,14 +184,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::shared_ptr<SinkImpl> sink_;
   bool stream_head_sent_ = false;
   bool stream_started_ = false;
-  bool stream_writing_ = false;
+  bool stream_writing_ = false;  // the head is on its way, or waiting for the socket
   bool stream_stop_called_ = false;
   bool stream_last_sent_ = false;
   bool stream_shutdown_ = false;
-  size_t stream_payload_ = 0;  // chunk bytes in the write in flight
+  bool stream_direct_tls_ = false;  // SSL writes go straight to the socket (tls.h)
+  size_t stream_payload_ = 0;       // chunk bytes in stream_out_
   std::vector<std::string> stream_batch_;
-  std::vector<std::array<char, kChunkSizeMax>> chunk_sizes_;
-  std::vector<net::const_buffer> stream_buffers_;
+  std::string stream_out_;  // framed chunks (plaintext under TLS) being sent
+  size_t stream_out_sent_ = 0;
 };
 
 }  // namespace vkube::http::detail

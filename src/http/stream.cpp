@@ -1,6 +1,11 @@
 // Chunked streaming responses (watch): the sink producers write to, and the
 // connection side that drains it onto the socket.
-#include <span>
+#include <sys/socket.h>
+
+#include <cerrno>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
@@ -8,6 +13,7 @@
 
 #include "connection.h"
 #include "sink.h"
+#include "tls.h"
 #include "vkube/common/log.h"
 
 namespace vkube::http::detail {
@@ -16,10 +22,6 @@ namespace {
 constexpr std::string_view kCrlf = "\r\n";
 constexpr std::string_view kLastChunk = "0\r\n\r\n";
 constexpr size_t kPeekSize = 512;
-
-net::const_buffer view(std::string_view s) {
-  return net::buffer(s.data(), s.size());
-}
 
 }  // namespace
 
@@ -121,6 +123,11 @@ void Connection::on_stream_head(error_code ec, size_t) {
   if (state_ != State::kStreaming) return;
   if (ec) return close_now();  // never started, so never stopped
   stream_head_sent_ = true;
+  // From here on only flush_stream() writes, straight to the socket.
+  if (tls_ && !write_straight_to_socket(tls_->native_handle(), lowest().socket().native_handle())) {
+    VKUBE_LOG(error, "http: cannot hand the TLS stream its socket", {"remote", remote_});
+    return close_now();
+  }
   if (stream_shutdown_) {  // shutdown came while the head was on its way
     sink_->end_for_shutdown();
     return flush_stream();
@@ -156,43 +163,91 @@ void Connection::on_peer_data(error_code ec, size_t) {
   watch_peer();
 }
 
+// After the head, stream writes bypass Asio's write operations: a watch sends
+// one small chunk to each of many connections per event, and a direct
+// send(2), or SSL_write to the socket (tls.h), costs half of an async_write
+// through Asio's TLS stream. Only when the socket is full does the
+// connection wait, for it to become writable.
 void Connection::flush_stream() {
   if (state_ != State::kStreaming || stream_writing_ || !stream_head_sent_) return;
-  bool finish = sink_->take(stream_batch_);
-  if (stream_batch_.empty() && !finish) return;
-  // Everything queued goes out in one gather write: one size line, the data
-  // and a CRLF per chunk, without copying the data.
-  chunk_sizes_.resize(stream_batch_.size());
-  stream_buffers_.clear();
-  stream_payload_ = 0;
-  for (size_t i = 0; i < stream_batch_.size(); ++i) {
-    const std::string& chunk = stream_batch_[i];
-    size_t len = format_chunk_size(chunk_sizes_[i].data(), chunk.size());
-    stream_buffers_.push_back(net::buffer(chunk_sizes_[i].data(), len));
-    stream_buffers_.push_back(net::buffer(chunk));
-    stream_buffers_.push_back(view(kCrlf));
-    stream_payload_ += chunk.size();
+  // A client that keeps up with a busy producer would hold the I/O thread:
+  // after a few writes the rest waits its turn.
+  constexpr int kWritesPerTurn = 8;
+  for (int writes = 0; writes < kWritesPerTurn; ++writes) {
+    if (stream_out_sent_ == stream_out_.size() && !next_stream_write()) return;
+    switch (send_stream_bytes()) {
+      case SendResult::kFailed:
+        return close_now();
+      case SendResult::kBlocked:
+        stream_writing_ = true;
+        lowest().socket().async_wait(
+            net::socket_base::wait_write,
+            beast::bind_front_handler(&Connection::on_stream_writable, shared_from_this()));
+        return;
+      case SendResult::kProgress:
+        break;
+    }
+    if (stream_out_sent_ < stream_out_.size()) continue;
+    sink_->sent(stream_payload_);
+    if (stream_last_sent_) return close_now();
   }
-  if (finish) {
-    stream_buffers_.push_back(view(kLastChunk));
-    stream_last_sent_ = true;
-  }
-  stream_writing_ = true;
-  // A span, not the vector: async_write copies its buffer sequence.
-  std::span<const net::const_buffer> buffers(stream_buffers_);
-  with_stream([&](auto& s) {
-    net::async_write(s, buffers,
-                     beast::bind_front_handler(&Connection::on_stream_written, shared_from_this()));
-  });
+  net::post(executor_, [self = shared_from_this()] { self->flush_stream(); });
 }
 
-void Connection::on_stream_written(error_code ec, size_t) {
+bool Connection::next_stream_write() {
+  bool finish = sink_->take(stream_batch_);
+  if (stream_batch_.empty() && !finish) return false;
+  // One size line, the data and a CRLF per chunk.
+  stream_out_.clear();
+  stream_out_sent_ = 0;
+  stream_payload_ = 0;
+  char size_line[kChunkSizeMax];
+  for (const std::string& chunk : stream_batch_) {
+    stream_out_.append(size_line, format_chunk_size(size_line, chunk.size()));
+    stream_out_ += chunk;
+    stream_out_ += kCrlf;
+    stream_payload_ += chunk.size();
+  }
+  stream_batch_.clear();
+  if (finish) {
+    stream_out_ += kLastChunk;
+    stream_last_sent_ = true;
+  }
+  return true;
+}
+
+Connection::SendResult Connection::send_stream_bytes() {
+  const char* data = stream_out_.data() + stream_out_sent_;
+  size_t left = stream_out_.size() - stream_out_sent_;
+  if (tls_) {
+    // After SSL_ERROR_WANT_WRITE the retry passes the same bytes, as OpenSSL
+    // requires: stream_out_ does not change until all of it is sent.
+    SSL* ssl = tls_->native_handle();
+    size_t written = 0;
+    if (SSL_write_ex(ssl, data, left, &written) == 1) {
+      stream_out_sent_ += written;
+      return SendResult::kProgress;
+    }
+    int err = SSL_get_error(ssl, 0);
+    ERR_clear_error();
+    return err == SSL_ERROR_WANT_WRITE ? SendResult::kBlocked : SendResult::kFailed;
+  }
+  int fd = lowest().socket().native_handle();
+  for (;;) {
+    ssize_t n = ::send(fd, data, left, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n >= 0) {
+      stream_out_sent_ += static_cast<size_t>(n);
+      return SendResult::kProgress;
+    }
+    if (errno == EINTR) continue;
+    return errno == EAGAIN || errno == EWOULDBLOCK ? SendResult::kBlocked : SendResult::kFailed;
+  }
+}
+
+void Connection::on_stream_writable(error_code ec) {
   stream_writing_ = false;
   if (state_ != State::kStreaming) return;
   if (ec) return close_now();
-  sink_->sent(stream_payload_);
-  stream_batch_.clear();
-  if (stream_last_sent_) return close_now();
   flush_stream();
 }
 

@@ -146,6 +146,11 @@ struct ServerOptions {
   std::chrono::seconds idle_timeout{120};  // keep-alive connection idle; 0 = none
   size_t io_threads = 1;
   size_t worker_threads = 64;             // concurrent handlers
+  // Requests for which this returns true run the handler on the I/O thread
+  // that read them, without the hand-off to a worker (a wake-up of another
+  // thread, and one back). Only for requests the handler answers without
+  // blocking: at once, or with a DeferredResponse. Null: all go to workers.
+  std::function<bool(const Request&)> runs_inline;
   size_t stream_buffer_limit = 16u << 20; // unsent stream bytes before cut-off
 };
 

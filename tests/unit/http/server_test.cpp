@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cctype>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
@@ -681,6 +682,65 @@ TEST_CASE("a deferred answer is sent when completed, from any thread, in order",
   // The connection goes on with the next request.
   REQUIRE(now.send("GET /now HTTP/1.1\r\nHost: x\r\n\r\n"));
   CHECK(now.read_reply().body == "now+two");
+}
+
+TEST_CASE("requests that run inline are answered while every worker is busy", "[http]") {
+  // One worker, held by a slow request; /fast runs on the I/O thread
+  // (runs_inline), deferred or not, and answers meanwhile.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false;
+  ServerOptions o;
+  o.worker_threads = 1;
+  o.runs_inline = [](const Request& req) { return req.path.starts_with("/fast"); };
+  std::atomic<int> slow_started{0};
+  auto server = Server::start(o, [&](Request& req) {
+    Response r;
+    if (req.path == "/slow") {
+      ++slow_started;
+      std::unique_lock lock(mu);
+      cv.wait(lock, [&] { return release; });
+      r.body = "slow";
+      return r;
+    }
+    if (req.path == "/fast/deferred") {
+      auto d = std::make_shared<DeferredResponse>();
+      std::thread([d] {
+        Response done;
+        done.status = 201;
+        done.body = "deferred";
+        d->complete(std::move(done));
+      }).detach();
+      r.deferred = d;
+      return r;
+    }
+    r.body = "fast";
+    return r;
+  });
+  REQUIRE(server.is_ok());
+
+  RawClient slow((*server)->port());
+  REQUIRE(slow.send("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n"));
+  REQUIRE(eventually([&] { return slow_started.load() == 1; }));
+
+  RawClient fast((*server)->port());
+  REQUIRE(fast.send("GET /fast HTTP/1.1\r\nHost: x\r\n\r\n"));
+  auto reply = fast.read_reply();
+  CHECK(reply.status == 200);
+  CHECK(reply.body == "fast");
+  REQUIRE(fast.send("POST /fast/deferred HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"));
+  reply = fast.read_reply();
+  CHECK(reply.status == 201);
+  CHECK(reply.body == "deferred");
+
+  {
+    std::lock_guard lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  auto slow_reply = slow.read_reply();
+  CHECK(slow_reply.status == 200);
+  CHECK(slow_reply.body == "slow");
 }
 
 TEST_CASE("DeferredResponse::wait gives the final answer", "[http]") {
