@@ -9,9 +9,10 @@
 // a writer see the not-yet-committed state of a key that an earlier member of
 // the group changed.
 //
-// Who leads: a writer (waiting or create_async) that finds no leader
-// commits its own group, with no hand-off when the store is quiet. Writers
-// that queued meanwhile are committed by the committer thread, which leads
+// Who leads: a waiting writer that finds no leader commits its own group,
+// with no hand-off when the store is quiet. Writers that queued meanwhile,
+// and every create_async (whose caller may be an I/O thread that must not
+// sit through a sync), are committed by the committer thread, which leads
 // until none is left, so that no writer's caller waits on others' commits.
 // The committer thread starts the first time it is needed.
 #pragma once
@@ -122,6 +123,8 @@ class RocksDbBackend final : public Backend {
   // writers' acknowledgements. Caller holds write_mu_ and leads.
   std::vector<Completion> commit_group(std::unique_lock<std::mutex>& lock);
   void committer_main();
+  // Hands the lead to the committer thread (starting it). Caller holds write_mu_.
+  void wake_committer();
 
   Result<KeyValue> get_at(std::string_view key, Revision revision);
   Status check_revision(Revision revision) const;

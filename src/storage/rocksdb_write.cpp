@@ -138,8 +138,16 @@ void RocksDbBackend::create_async(std::string_view key, std::string_view value, 
   }
   group_.push_back(Member{nullptr, std::move(done), std::move(staged).value()});
   if (leading_) return;  // the leader commits it
+  // The committer thread leads: the caller may be an I/O thread, which must
+  // not sit through a sync.
   leading_ = true;
-  lead(lock, false);
+  wake_committer();
+}
+
+void RocksDbBackend::wake_committer() {
+  if (!committer_.joinable()) committer_ = std::thread([this] { committer_main(); });
+  committer_turn_ = true;
+  committer_cv_.notify_one();
 }
 
 void RocksDbBackend::lead(std::unique_lock<std::mutex>& lock, bool committer) {
@@ -152,9 +160,7 @@ void RocksDbBackend::lead(std::unique_lock<std::mutex>& lock, bool committer) {
     } else if (!committer) {
       // Writers queued while we were committing: the committer thread
       // commits them, so that this writer's caller is not held up.
-      if (!committer_.joinable()) committer_ = std::thread([this] { committer_main(); });
-      committer_turn_ = true;
-      committer_cv_.notify_one();
+      wake_committer();
     }
     lock.unlock();
     for (Completion& c : completions) c.done(std::move(c.result));

@@ -90,7 +90,7 @@ class HubWatcher final : public Watch {
   }
 
   void end(Status why) {
-    std::function<void()> notify;
+    Notifier notify;
     {
       std::lock_guard lock(mu_);
       if (!end_.is_ok()) return;
@@ -98,16 +98,16 @@ class HubWatcher final : public Watch {
       notify = notify_;
       cv_.notify_all();
     }
-    if (notify) notify();
+    if (notify) (*notify)();
   }
 
   void notify() {
-    std::function<void()> fn;
+    Notifier fn;
     {
       std::lock_guard lock(mu_);
       fn = notify_;
     }
-    if (fn) fn();
+    if (fn) (*fn)();
   }
 
   Status poll(std::vector<EventPtr>* out, std::chrono::milliseconds wait) override {
@@ -140,14 +140,14 @@ class HubWatcher final : public Watch {
   }
 
   void set_notifier(std::function<void()> notify) override {
-    std::function<void()> fn;
+    Notifier fn;
     {
       std::lock_guard lock(mu_);
-      notify_ = std::move(notify);
+      notify_ = notify ? std::make_shared<const std::function<void()>>(std::move(notify)) : nullptr;
       if (!queue_.empty() || !end_.is_ok() || reader_ != nullptr) fn = notify_;
     }
     // Events may have arrived before the notifier was set: tell at once.
-    if (fn) fn();
+    if (fn) (*fn)();
   }
 
   void cancel() override {
@@ -172,7 +172,10 @@ class HubWatcher final : public Watch {
   std::condition_variable cv_;
   std::deque<EventPtr> queue_;
   Status end_;  // OK while live
-  std::function<void()> notify_;
+  // Shared, so that taking it out of the lock to call it copies a pointer,
+  // not the function (publish() calls a thousand of them per event).
+  using Notifier = std::shared_ptr<const std::function<void()>>;
+  Notifier notify_;
 };
 
 }  // namespace

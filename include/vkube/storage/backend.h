@@ -102,7 +102,9 @@ class Backend {
   // create() without waiting: `done` gets what create() would return, once
   // the write is durable or failed, on whichever thread finished it (often
   // another writer's), possibly before create_async returns. The thread that
-  // calls it is free meanwhile, instead of sleeping through the commit. done
+  // calls it is free meanwhile, instead of sleeping through the commit (the
+  // RocksDB store never syncs on the caller's thread, so an I/O thread may
+  // call it; the default below does). done
   // must be quick and must not write to this store. By default it is create()
   // followed by done.
   using Done = std::function<void(Result<KeyValue>)>;
