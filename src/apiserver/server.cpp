@@ -5,11 +5,13 @@
 #include <chrono>
 
 #include "authz.h"
+#include "codec.h"
 #include "custom_resources.h"
 #include "definition.h"
 #include "gpu_quota.h"
 #include "server_impl.h"
 #include "service_ips.h"
+#include "table.h"
 #include "vkube/common/log.h"
 #include "watch.h"
 
@@ -153,6 +155,29 @@ http::Response Server::serve(http::Request& req) {
                     {"ms", secs * 1000});
       });
   return resp;
+}
+
+bool Server::serves_without_blocking(const http::Request& req) {
+  if (req.method != "GET" && req.method != "POST") return false;
+  RequestInfo info = parse_request_info(req);
+  if (!info.is_resource_request || !info.subresource.empty()) return false;
+  if (info.verb == "get") return true;  // one object, from memory or RocksDB's cache
+  if (info.verb != "create") return false;
+  // The conditions under which create_object() defers the commit (and the
+  // creates with their own handlers, which wait): anything else would sync
+  // on the I/O thread.
+  const bool core = info.group.empty();
+  if (core && (info.resource == "services" || info.resource == "bindings" ||
+               (info.resource == "pods" && gpu_quota_ != nullptr)))
+    return false;
+  if (info.resource == "customresourcedefinitions") return false;
+  std::string_view accept = req.header("Accept");
+  if (wants_table(accept) || prefers_protobuf(accept)) return false;
+  // Built-in kinds only: a custom resource is stored in its CRD's storage
+  // version, and a create in another one answers after the commit.
+  std::shared_ptr<const KindSet> kinds = registry_.snapshot();
+  const Kind* kind = kinds->find(info.group, info.version, info.resource);
+  return kind != nullptr && !kind->custom;
 }
 
 http::Response Server::chain(http::Request& req, const RequestInfo& info) {

@@ -39,6 +39,7 @@ class Server final : public ApiServer {
 
   http::Response handle(http::Request& request) override;
   http::Response serve(http::Request& request) override;
+  bool serves_without_blocking(const http::Request& request) override;
   void set_ready(bool ready) override { ready_ = ready; }
   void shutdown() override;
   Status ensure_bootstrap_policy() override;

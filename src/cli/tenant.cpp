@@ -1,5 +1,6 @@
 #include "tenant.h"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <filesystem>
@@ -148,8 +149,12 @@ class TenantImpl final : public Tenant {
     http::ServerOptions ho;
     ho.host = host_;
     ho.port = listen_port_;
+    // TLS and HTTP framing run on the I/O threads: one per core, up to four,
+    // so that a watch event's fan-out or a burst of requests uses the cores.
+    ho.io_threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 4);
     ho.tls = http::TlsConfig{bundle->serving.cert_pem, bundle->serving.key_pem, bundle->ca.cert_pem};
     apiserver::ApiServer* api = api_.get();
+    ho.runs_inline = [api](const http::Request& r) { return api->serves_without_blocking(r); };
     auto server = http::Server::start(ho, [api](http::Request& r) { return api->serve(r); });
     if (!server.is_ok()) return server.status();
     server_ = std::move(server).value();

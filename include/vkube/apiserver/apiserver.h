@@ -64,6 +64,10 @@ class ApiServer {
   // (a create's, once its write commits), and the calling thread does not
   // wait for it.
   virtual http::Response serve(http::Request& request) = 0;
+  // True when serve() answers `request` without blocking: at once or with a
+  // DeferredResponse, never waiting on storage, so the transport may run it
+  // on an I/O thread. Gets of one object and the creates that defer.
+  virtual bool serves_without_blocking(const http::Request& request) = 0;
   // Marks the server ready (/readyz 200) or not.
   virtual void set_ready(bool ready) = 0;
   // Ends open watches and background loops (before the backend closes).
