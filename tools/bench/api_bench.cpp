@@ -25,7 +25,8 @@
 //
 // How: Boost.Beast clients on keep-alive connections, every connection of a
 // phase multiplexed on --client-threads asio event loops (default 1) with
-// C++20 coroutines, so 1,000 watches need no 1,000 threads. vkube is spoken
+// C++20 coroutines; the watches of phase 4 are read by epoll threads with
+// plain sockets and OpenSSL (watch_reader.h says why). vkube is spoken
 // to over TLS with the admin client certificate from DIR/pki (or, with
 // --plain, over plain HTTP with a bearer token); etcd over plain HTTP and,
 // when vkube is over TLS, over HTTPS with vkube's serving certificate: the
@@ -100,6 +101,7 @@
 
 #include "children.h"
 #include "vkube/schema/protobuf.h"
+#include "watch_reader.h"
 
 extern char** environ;
 
@@ -779,16 +781,6 @@ class Conn {
     co_return status;
   }
 
-  // A streaming GET (a watch): on_headers(status) once the response headers
-  // are in, then on_data(bytes) for each piece of chunked body until the
-  // server ends it. Returns the status (a non-200 body is not read).
-  awaitable<int> stream(Request& req, const std::function<void(int)>& on_headers,
-                        const std::function<void(std::string_view)>& on_data) {
-    if (!open_) co_await connect();
-    if (tls_) co_return co_await stream_on(*tls_, req, on_headers, on_data);
-    co_return co_await stream_on(*plain_, req, on_headers, on_data);
-  }
-
  private:
   template <typename Stream>
   awaitable<void> exchange(Stream& stream, Request& req,
@@ -798,33 +790,6 @@ class Conn {
     co_await http::async_write(stream, req, use_awaitable);
     co_await http::async_read(stream, buffer_, parser, use_awaitable);
     lowest.expires_never();
-  }
-
-  template <typename Stream>
-  awaitable<int> stream_on(Stream& stream, Request& req, const std::function<void(int)>& on_headers,
-                           const std::function<void(std::string_view)>& on_data) {
-    auto& lowest = beast::get_lowest_layer(stream);
-    lowest.expires_after(kIoTimeout);
-    co_await http::async_write(stream, req, use_awaitable);
-    http::response_parser<http::empty_body> parser;
-    parser.body_limit(std::numeric_limits<std::uint64_t>::max());
-    co_await http::async_read_header(stream, buffer_, parser, use_awaitable);
-    lowest.expires_never();
-    int status = parser.get().result_int();
-    on_headers(status);
-    if (status != 200) {
-      close();
-      co_return status;
-    }
-    auto on_chunk = [&on_data](std::uint64_t, beast::string_view data,
-                               beast::error_code&) -> std::size_t {
-      on_data(std::string_view(data.data(), data.size()));
-      return data.size();
-    };
-    parser.on_chunk_body(on_chunk);
-    while (!parser.is_done())
-      co_await http::async_read_some(stream, buffer_, parser, use_awaitable);
-    co_return status;
   }
 
   net::io_context& ioc_;
@@ -1448,7 +1413,6 @@ struct WatchRun {
   std::atomic<int64_t> delivered{0};
   std::atomic<int64_t> duplicates{0};
   std::atomic<int> established{0};
-  std::atomic<int> ended{0};
   std::atomic<bool> stopping{false};
   ErrorSlot errors;
   Target target;
@@ -1484,48 +1448,10 @@ void watch_line(WatchRun* run, int w, std::string_view line, int64_t t) {
   run->delivered.fetch_add(1, std::memory_order_relaxed);
 }
 
-awaitable<void> watcher(WatchRun* run, Conn* conn, int w) {
-  std::string pending;
-  bool counted = false;
-  std::function<void(int)> on_headers = [run, &counted](int status) {
-    if (status == 200) {
-      counted = true;
-      run->established.fetch_add(1);
-    }
-  };
-  std::function<void(std::string_view)> on_data = [run, w, &pending](std::string_view data) {
-    int64_t t = now_ns();
-    pending.append(data);
-    size_t start = 0;
-    for (;;) {
-      size_t nl = pending.find('\n', start);
-      if (nl == std::string::npos) break;
-      watch_line(run, w, std::string_view(pending).substr(start, nl - start), t);
-      start = nl + 1;
-    }
-    pending.erase(0, start);
-  };
-  Request req = make_request(run->target, http::verb::get, run->path);
-  int status = 0;
-  std::string what;
-  try {
-    status = co_await conn->stream(req, on_headers, on_data);
-  } catch (const std::exception& e) {
-    what = e.what();
-  }
-  if (!counted) {
-    run->errors.set("watch " + std::to_string(w) + ": " +
-                    (what.empty() ? "HTTP " + std::to_string(status) : what));
-  } else if (!run->stopping.load()) {
-    run->errors.set("watch " + std::to_string(w) + " ended early" +
-                    (what.empty() ? "" : ": " + what));
-  }
-  run->ended.fetch_add(1);
-}
-
 awaitable<void> watch_writer(WatchRun* run, Conn* conn, double rate, Clock::time_point start) {
   net::steady_timer timer(co_await net::this_coro::executor);
   std::string body;
+  co_await conn->connect();  // not in the first write's latency
   for (int i = 0; i < run->writes; ++i) {
     auto due = start +
                std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(i / rate));
@@ -1560,53 +1486,37 @@ void phase_watch(const Config& config, Vkube& v, Report& report, Figures& fig) {
   run.target = v.target;
   run.path = "/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=" + rv;
 
-  // Watchers on the client lanes, the writer on a lane of its own; all run
-  // until the phase ends.
-  int lane_count = std::max(1, config.client_threads);
-  std::vector<std::unique_ptr<Lane>> lanes;
-  for (int i = 0; i < lane_count + 1; ++i) lanes.push_back(std::make_unique<Lane>());
-  std::vector<net::executor_work_guard<net::io_context::executor_type>> guards;
-  for (auto& lane : lanes) {
-    guards.push_back(net::make_work_guard(lane->ioc));
-    lane->conns.reserve(static_cast<size_t>(watchers / lane_count + 2));
-  }
-  std::vector<std::thread> threads;
-  for (auto& lane : lanes) threads.emplace_back([l = lane.get()] { l->ioc.run(); });
+  // The watchers on reader threads of their own (watch_reader.h), the writer
+  // on an Asio lane; all run until the phase ends.
+  WatchRun* r = &run;
+  bench::WatchReaders readers(
+      std::max(1, config.client_threads),
+      [r](int w, std::string_view line, int64_t t) { watch_line(r, w, line, t); });
+  bench::WatchTarget watch_target;
+  watch_target.port = v.target.port;
+  watch_target.tls = v.target.tls != nullptr ? v.target.tls->native_handle() : nullptr;
+  watch_target.bearer = v.target.bearer;
+  watch_target.path = run.path;
+  Lane writer_lane;
+  auto writer_guard = net::make_work_guard(writer_lane.ioc);
+  std::thread writer_thread([&writer_lane] { writer_lane.ioc.run(); });
   auto stop_all = [&] {
     run.stopping.store(true);
-    for (auto& lane : lanes) {
-      Lane* l = lane.get();
-      net::post(l->ioc, [l] {
-        for (auto& conn : l->conns) conn->cancel();
-      });
-    }
-    guards.clear();
-    for (std::thread& t : threads) t.join();
-    threads.clear();
+    readers.stop();
+    net::post(writer_lane.ioc, [&writer_lane] {
+      for (auto& conn : writer_lane.conns) conn->cancel();
+    });
+    writer_guard.reset();
+    if (writer_thread.joinable()) writer_thread.join();
   };
 
   try {
-    // Open the watches in batches of 100, each batch established before the next.
     CpuMeter setup_cpu(v.child.pid());
     Clock::time_point open_start = Clock::now();
-    for (int w = 0; w < watchers;) {
-      int batch_end = std::min(watchers, w + 100);
-      for (; w < batch_end; ++w) {
-        Lane& lane = *lanes[static_cast<size_t>(w % lane_count)];
-        lane.conns.push_back(std::make_unique<Conn>(lane.ioc, v.target));
-        Conn* conn = lane.conns.back().get();
-        WatchRun* r = &run;
-        int index = w;
-        net::co_spawn(lane.ioc, watcher(r, conn, index), [r](std::exception_ptr e) {
-          if (e) r->errors.set("watcher: " + describe(e));
-        });
-      }
-      Clock::time_point deadline = Clock::now() + std::chrono::seconds(30);
-      while (run.established.load() + run.ended.load() < batch_end) {
-        if (Clock::now() > deadline) fail("watches not established after 30 s");
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      }
-      if (run.errors.count() > 0) fail("opening watches: " + run.errors.first());
+    for (int w = 0; w < watchers; ++w) {
+      std::string error = readers.open(w, watch_target);
+      if (!error.empty()) fail("opening watch " + std::to_string(w) + ": " + error);
+      run.established.fetch_add(1);
     }
     double open_ms = ms_between(open_start, Clock::now());
     report.figure("  watches established", with_commas(run.established.load()) + " in " +
@@ -1617,11 +1527,9 @@ void phase_watch(const Config& config, Vkube& v, Report& report, Figures& fig) {
 
     // The writes.
     CpuMeter cpu(v.child.pid());
-    Lane& writer_lane = *lanes.back();
     writer_lane.conns.push_back(std::make_unique<Conn>(writer_lane.ioc, v.target));
     Conn* writer_conn = writer_lane.conns.back().get();
     std::atomic<bool> writer_done{false};
-    WatchRun* r = &run;
     Clock::time_point write_start = Clock::now() + std::chrono::milliseconds(20);
     net::co_spawn(writer_lane.ioc, watch_writer(r, writer_conn, config.watch_rate, write_start),
                   [r, &writer_done](std::exception_ptr e) {
@@ -1631,6 +1539,8 @@ void phase_watch(const Config& config, Vkube& v, Report& report, Figures& fig) {
     const int64_t expected = static_cast<int64_t>(watchers) * writes;
     Clock::time_point give_up = Clock::time_point::max();
     while (run.delivered.load() < expected) {
+      if (readers.ended() > 0)
+        run.errors.set(with_commas(readers.ended()) + " watches ended early");
       if (writer_done.load() && give_up == Clock::time_point::max())
         give_up = Clock::now() + std::chrono::seconds(10);
       if (Clock::now() > give_up) break;
@@ -1644,7 +1554,7 @@ void phase_watch(const Config& config, Vkube& v, Report& report, Figures& fig) {
     stop_all();
 
     // Latencies.
-    std::vector<int64_t> from_write, from_resp, all_have;
+    std::vector<int64_t> from_write, from_resp, all_have, first_has;
     from_write.reserve(static_cast<size_t>(expected));
     from_resp.reserve(static_cast<size_t>(expected));
     int64_t before_response = 0;
@@ -1653,6 +1563,7 @@ void phase_watch(const Config& config, Vkube& v, Report& report, Figures& fig) {
       int64_t resp = run.resp_ns[static_cast<size_t>(i)].load();
       if (sent == 0 || resp == 0) continue;  // the writer failed (reported below)
       int64_t last = 0;
+      int64_t first = std::numeric_limits<int64_t>::max();
       bool complete = true;
       for (int w = 0; w < watchers; ++w) {
         int64_t t = run.recv_ns[static_cast<size_t>(w) * static_cast<size_t>(writes) +
@@ -1665,12 +1576,15 @@ void phase_watch(const Config& config, Vkube& v, Report& report, Figures& fig) {
         if (t < resp) ++before_response;
         from_resp.push_back(std::max<int64_t>(0, t - resp));
         last = std::max(last, t);
+        first = std::min(first, t);
       }
       if (complete) all_have.push_back(last - sent);
+      if (last > 0) first_has.push_back(first - sent);
     }
     std::sort(from_write.begin(), from_write.end());
     std::sort(from_resp.begin(), from_resp.end());
     std::sort(all_have.begin(), all_have.end());
+    std::sort(first_has.begin(), first_has.end());
     fig.watchers = watchers;
     fig.watch_writes = writes;
     fig.watch_missing = expected - run.delivered.load();
@@ -1695,6 +1609,9 @@ void phase_watch(const Config& config, Vkube& v, Report& report, Figures& fig) {
                       fmt("%.1f", 100.0 * static_cast<double>(before_response) /
                                       std::max<double>(1, static_cast<double>(from_write.size()))) +
                       "% arrived before the response)");
+    report.figure("  until the first watcher has a write",
+                  "p50 " + fmt("%.2f", ns_to_ms(percentile(first_has, 0.5))) + " ms, p99 " +
+                      fmt("%.2f", ns_to_ms(percentile(first_has, 0.99))) + " ms");
     report.figure("  until every watcher has a write", "p50 " + fmt("%.2f", fig.watch_all_p50) +
                                                            " ms, p99 " +
                                                            fmt("%.2f", fig.watch_all_p99) + " ms");
@@ -1714,7 +1631,7 @@ void phase_watch(const Config& config, Vkube& v, Report& report, Figures& fig) {
     stop_all();
     throw;
   }
-  lanes.clear();
+  writer_lane.conns.clear();
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   report.figure("  vkube memory after the watches closed", memory_line(v.child.pid()));
   // The server must have survived 1,000 disconnects.
