@@ -1,4 +1,5 @@
 // Server: the listening socket, the I/O and worker threads, and shutdown.
+#include <algorithm>
 #include <future>
 #include <thread>
 
@@ -97,8 +98,8 @@ class ServerImpl final : public Server {
  public:
   ServerImpl(ServerOptions options, Handler handler, std::unique_ptr<net::ssl::context> tls)
       : core_(std::move(options), std::move(handler), std::move(tls)),
-        ioc_(std::make_unique<net::io_context>(static_cast<int>(core_.options.io_threads))),
-        acceptor_(std::in_place, net::make_strand(*ioc_)),
+        iocs_(make_io_contexts(core_.options.io_threads)),
+        acceptor_(std::in_place, net::make_strand(*iocs_.front())),
         retry_timer_(std::in_place, acceptor_->get_executor()) {}
 
   ~ServerImpl() override { shutdown(std::chrono::milliseconds(0)); }
@@ -117,8 +118,21 @@ class ServerImpl final : public Server {
   void on_accept(error_code ec, tcp::socket socket);
   void stop_accepting();
 
+  // One io_context per I/O thread, each connection on one of them: all of a
+  // connection's handlers run on one thread (one io_context run by several
+  // threads moved a connection's steps from thread to thread, and each move
+  // was a wake-up of the other one).
+  static std::vector<std::unique_ptr<net::io_context>> make_io_contexts(size_t n) {
+    std::vector<std::unique_ptr<net::io_context>> out;
+    for (size_t i = 0; i < std::max<size_t>(1, n); ++i)
+      out.push_back(std::make_unique<net::io_context>(1));
+    return out;
+  }
+
   ServerCore core_;
-  std::unique_ptr<net::io_context> ioc_;  // reset by shutdown(), before core_ goes
+  // Cleared by shutdown(), before core_ goes.
+  std::vector<std::unique_ptr<net::io_context>> iocs_;
+  size_t next_ioc_ = 0;  // the io_context of the next connection (acceptor's strand)
   std::optional<tcp::acceptor> acceptor_;
   std::optional<net::steady_timer> retry_timer_;
   std::vector<std::thread> io_threads_;
@@ -150,13 +164,12 @@ void ServerImpl::run() {
   // Only now that the port is ours: a failed start costs no threads.
   core_.workers.emplace(std::max<size_t>(1, core_.options.worker_threads));
   accept();
-  size_t n = std::max<size_t>(1, core_.options.io_threads);
-  for (size_t i = 0; i < n; ++i) {
-    io_threads_.emplace_back([this] {
-      auto guard = net::make_work_guard(*ioc_);
+  for (auto& ioc : iocs_) {
+    io_threads_.emplace_back([ioc = ioc.get()] {
+      auto guard = net::make_work_guard(*ioc);
       for (;;) {
         try {
-          ioc_->run();
+          ioc->run();
           return;
         } catch (const std::exception& e) {
           // Handlers do not throw by design; keep serving if one does.
@@ -168,7 +181,8 @@ void ServerImpl::run() {
 }
 
 void ServerImpl::accept() {
-  acceptor_->async_accept(net::make_strand(*ioc_),
+  net::io_context& ioc = *iocs_[next_ioc_++ % iocs_.size()];
+  acceptor_->async_accept(net::make_strand(ioc),
                           beast::bind_front_handler(&ServerImpl::on_accept, this));
 }
 
@@ -221,7 +235,7 @@ void ServerImpl::shutdown(std::chrono::milliseconds grace) {
     if (grace.count() > 0) core_.wait_quiet(deadline);
   }
   core_.abandon = true;
-  ioc_->stop();
+  for (auto& ioc : iocs_) ioc->stop();
   for (auto& t : io_threads_) t.join();
   io_threads_.clear();
   if (core_.workers) core_.workers->join();  // running handlers finish; queued ones are skipped
@@ -230,7 +244,7 @@ void ServerImpl::shutdown(std::chrono::milliseconds grace) {
   for (auto& c : core_.connections()) c->close_now();
   retry_timer_.reset();
   acceptor_.reset();
-  ioc_.reset();
+  iocs_.clear();
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -741,6 +742,46 @@ TEST_CASE("requests that run inline are answered while every worker is busy", "[
   auto slow_reply = slow.read_reply();
   CHECK(slow_reply.status == 200);
   CHECK(slow_reply.body == "slow");
+}
+
+TEST_CASE("several I/O threads each serve their own connections", "[http]") {
+  // Connections are spread over the I/O threads; each keeps one thread for
+  // all its requests (inline ones run there).
+  ServerOptions o;
+  o.io_threads = 3;
+  o.runs_inline = [](const Request&) { return true; };
+  std::mutex mu;
+  std::map<std::string, std::set<std::thread::id>> threads_by_client;
+  auto server = start_server(
+      [&](Request& req) {
+        std::lock_guard lock(mu);
+        threads_by_client[std::string(req.header("X-Client"))].insert(std::this_thread::get_id());
+        Response r;
+        r.body = req.header("X-Client");
+        return r;
+      },
+      o);
+  std::vector<std::unique_ptr<RawClient>> clients;
+  for (int i = 0; i < 6; ++i) clients.push_back(std::make_unique<RawClient>(server->port()));
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < 6; ++i) {
+      REQUIRE(clients[static_cast<size_t>(i)]->send("GET / HTTP/1.1\r\nHost: x\r\nX-Client: c" +
+                                                    std::to_string(i) + "\r\n\r\n"));
+    }
+    for (int i = 0; i < 6; ++i) {
+      auto reply = clients[static_cast<size_t>(i)]->read_reply();
+      CHECK(reply.status == 200);
+      CHECK(reply.body == "c" + std::to_string(i));
+    }
+  }
+  std::set<std::thread::id> all;
+  for (const auto& [client, ids] : threads_by_client) {
+    CHECK(ids.size() == 1);
+    all.insert(ids.begin(), ids.end());
+  }
+  CHECK(threads_by_client.size() == 6);
+  CHECK(all.size() == 3);
+  server->shutdown(std::chrono::milliseconds(100));
 }
 
 TEST_CASE("DeferredResponse::wait gives the final answer", "[http]") {
