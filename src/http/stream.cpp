@@ -150,11 +150,13 @@ void Connection::on_stream_head(error_code ec, size_t) {
 
 void Connection::watch_peer() {
   // A pending read is how a vanished client is noticed while nothing is
-  // written. What a client sends during a watch is discarded.
-  with_stream([&](auto& s) {
-    s.async_read_some(buffer_.prepare(kPeekSize),
-                      beast::bind_front_handler(&Connection::on_peer_data, shared_from_this()));
-  });
+  // written. What a client sends during a watch is discarded, so it is read
+  // from the TCP socket even under TLS: never decrypted, and OpenSSL's state
+  // is only ever touched by flush_stream's writes.
+  buffer_.clear();
+  lowest().async_read_some(
+      buffer_.prepare(kPeekSize),
+      beast::bind_front_handler(&Connection::on_peer_data, shared_from_this()));
 }
 
 void Connection::on_peer_data(error_code ec, size_t) {
