@@ -499,6 +499,68 @@ TEST_CASE("responses and streams over TLS, large ones too, end by either side", 
   CHECK(eventually([&] { return endless->stops == 1; }));
 }
 
+TEST_CASE("a stream to a client that reads slowly waits for it and loses nothing", "[http]") {
+  // 4 MiB queued at once for a client with an 8 KiB receive buffer that
+  // reads 8 KiB a millisecond: the socket fills, the connection waits for it
+  // to drain (SSL_ERROR_WANT_WRITE under TLS), then goes on.
+  const TestCerts& certs = http::certs();
+  REQUIRE(certs.ok);
+  std::vector<std::string> chunks;
+  for (int i = 0; i < 64; ++i)
+    chunks.push_back(std::string(64 * 1024, static_cast<char>('a' + i % 26)));
+  auto stream = std::make_shared<EagerStream>(chunks, true);
+  ServerOptions options;
+  options.tls = TlsConfig{certs.file("server.crt"), certs.file("server.key"), ""};
+  auto server = start_server(
+      [&](Request&) {
+        Response r;
+        r.stream = stream;
+        return r;
+      },
+      options);
+  TempDir dir;
+  {
+    std::ofstream(dir.sub("slow.py")) << R"(
+import socket, ssl, sys, time
+port, tls = int(sys.argv[1]), sys.argv[2] == "tls"
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8192)
+s.connect(("127.0.0.1", port))
+if tls:
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    s = ctx.wrap_socket(s)
+s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+data = b""
+while True:
+    b = s.recv(8192)
+    if not b:
+        break
+    data += b
+    time.sleep(0.001)
+head, _, body = data.partition(b"\r\n\r\n")
+out = b""
+while True:
+    line, _, body = body.partition(b"\r\n")
+    n = int(line, 16)
+    if n == 0:
+        break
+    out += body[:n]
+    body = body[n + 2:]
+want = b"".join(bytes([97 + i % 26]) * 65536 for i in range(64))
+print(len(out), out == want)
+)";
+  }
+  for (std::string mode : {"tls", "plain"}) {
+    auto r = run("timeout 30 /usr/bin/python3 " + dir.sub("slow.py") + " " +
+                 std::to_string(server->port()) + " " + mode);
+    INFO(mode << ": " << r.output);
+    CHECK(r.output == std::to_string(64 * 64 * 1024) + " True\n");
+  }
+  CHECK(stream->stops == 0);
+}
+
 TEST_CASE("a stream delivers chunks written from another thread until the client leaves",
           "[http]") {
   auto stream = std::make_shared<TestStream>();
