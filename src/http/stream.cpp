@@ -192,6 +192,13 @@ void Connection::flush_stream() {
     if (stream_out_sent_ < stream_out_.size()) continue;
     sink_->sent(stream_payload_);
     if (stream_last_sent_) return close_now();
+    // A large write (a watch's initial events) does not stay allocated for
+    // the life of the stream.
+    constexpr size_t kKeepCapacity = 64 * 1024;
+    if (stream_out_.capacity() > kKeepCapacity) {
+      std::string().swap(stream_out_);
+      stream_out_sent_ = 0;
+    }
   }
   net::post(executor_, [self = shared_from_this()] { self->flush_stream(); });
 }
