@@ -77,6 +77,13 @@ http::Response handle_create(Context& c) {
   return create_object(c, std::move(decoded).value(), true, true);
 }
 
+bool create_may_defer(Server& s, const api::Resource& r) {
+  const bool core = r.gv.group.empty();
+  return !(core && r.plural == "services") &&
+         !(core && r.plural == "pods" && s.gpu_quota() != nullptr) &&
+         r.plural != "customresourcedefinitions";
+}
+
 http::Response create_object(Context& c, json obj, bool track, bool may_defer) {
   json& meta = obj["metadata"];
 
@@ -131,13 +138,8 @@ http::Response create_object(Context& c, json obj, bool track, bool may_defer) {
   const bool answer_stored = !wants_table(accept) && !prefers_protobuf(accept) &&
                              str_at(obj, "apiVersion") == r.gv.api_version() &&
                              str_at(obj, "kind") == r.kind;
-  // Nothing to undo on failure (a Service's IPs, a pod's GPU quota) and
-  // nothing to do after it (a CRD is served at once): the handler's thread
-  // need not wait for the commit.
-  const bool core = r.gv.group.empty();
-  if (may_defer && answer_stored && !(core && r.plural == "services") &&
-      !(core && r.plural == "pods" && c.server.gpu_quota() != nullptr) &&
-      r.plural != "customresourcedefinitions") {
+  // The handler's thread need not wait for the commit.
+  if (may_defer && answer_stored && create_may_defer(c.server, r)) {
     auto stored = std::make_shared<const std::string>(encode_for_storage(obj));
     auto deferred = std::make_shared<http::DeferredResponse>();
     c.server.backend().create_async(

@@ -40,6 +40,12 @@ void track_fields(Context& c, const json* old, json& next);
 // a caller that reads the answer passes false).
 http::Response create_object(Context& c, json obj, bool track, bool may_defer = false);
 
+// Whether a create of `r` may answer before its commit: nothing to undo on
+// failure (a Service's IPs, a pod's GPU quota) and nothing to do after it (a
+// CRD is served at once). create_object() defers only then, and
+// Server::serves_without_blocking() runs only those creates on an I/O thread.
+bool create_may_defer(Server& s, const api::Resource& r);
+
 // guaranteed_update whose managedFields step is `fields` (called with the
 // current and next object after prepare_update, before validation) instead
 // of track_fields.

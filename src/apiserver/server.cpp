@@ -8,6 +8,7 @@
 #include "codec.h"
 #include "custom_resources.h"
 #include "definition.h"
+#include "field_manager.h"
 #include "gpu_quota.h"
 #include "server_impl.h"
 #include "service_ips.h"
@@ -163,21 +164,16 @@ bool Server::serves_without_blocking(const http::Request& req) {
   if (!info.is_resource_request || !info.subresource.empty()) return false;
   if (info.verb == "get") return true;  // one object, from memory or RocksDB's cache
   if (info.verb != "create") return false;
-  // The conditions under which create_object() defers the commit (and the
-  // creates with their own handlers, which wait): anything else would sync
-  // on the I/O thread.
-  const bool core = info.group.empty();
-  if (core && (info.resource == "services" || info.resource == "bindings" ||
-               (info.resource == "pods" && gpu_quota_ != nullptr)))
-    return false;
-  if (info.resource == "customresourcedefinitions") return false;
+  // Only the creates whose commit create_object() defers (bindings have a
+  // handler of their own, which waits): anything else would sync on the I/O
+  // thread. Its answer must be the stored JSON, and a custom resource may be
+  // stored in another version than the one created.
+  if (info.group.empty() && info.resource == "bindings") return false;
   std::string_view accept = req.header("Accept");
   if (wants_table(accept) || prefers_protobuf(accept)) return false;
-  // Built-in kinds only: a custom resource is stored in its CRD's storage
-  // version, and a create in another one answers after the commit.
   std::shared_ptr<const KindSet> kinds = registry_.snapshot();
   const Kind* kind = kinds->find(info.group, info.version, info.resource);
-  return kind != nullptr && !kind->custom;
+  return kind != nullptr && !kind->custom && create_may_defer(*this, kind->resource);
 }
 
 http::Response Server::chain(http::Request& req, const RequestInfo& info) {

@@ -188,8 +188,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool stream_stop_called_ = false;
   bool stream_last_sent_ = false;
   bool stream_shutdown_ = false;
-  bool stream_direct_tls_ = false;  // SSL writes go straight to the socket (tls.h)
-  size_t stream_payload_ = 0;       // chunk bytes in stream_out_
+  size_t stream_payload_ = 0;  // chunk bytes in stream_out_
   std::vector<std::string> stream_batch_;
   std::string stream_out_;  // framed chunks (plaintext under TLS) being sent
   size_t stream_out_sent_ = 0;
