@@ -1,6 +1,8 @@
 #include "watch.h"
 
 #include <chrono>
+#include <deque>
+#include <map>
 
 #include "object.h"
 #include "table.h"
@@ -15,77 +17,144 @@ using Clock = std::chrono::steady_clock;
 // watches on its host) for nothing.
 constexpr std::chrono::seconds kBookmarkEvery{60};
 
+struct WatchDispatcher::Lane : std::enable_shared_from_this<Lane> {
+  Lane(WatchDispatcher& d, std::shared_ptr<http::StreamHome> h)
+      : dispatcher(d), home(std::move(h)) {}
+
+  // Any thread: `s` has events. The first of a batch posts the lane's drain.
+  void ready(std::shared_ptr<WatchStream> s);
+  // On the lane's thread: drains the streams queued so far.
+  void drain_ready();
+  // encode(), memoised for watches whose lines depend only on the event and
+  // the kind (no selectors, no Table): the same event drained by a thousand
+  // such streams is encoded once. The reference holds until the next call.
+  // Lane thread only.
+  const std::string& encode_shared(const WatchSpec& spec, const storage::EventPtr& e);
+
+  WatchDispatcher& dispatcher;
+  const std::shared_ptr<http::StreamHome> home;  // null: the dispatcher's thread
+
+  std::mutex mu;
+  std::vector<std::shared_ptr<WatchStream>> queued;
+  bool posted = false;
+
+  // Lane thread only.
+  std::vector<std::shared_ptr<WatchStream>> batch;
+  std::vector<storage::EventPtr> events;
+  struct Encoded {
+    storage::EventPtr event;  // held, so its address is not reused while cached
+    const Kind* kind;
+    std::string line;
+  };
+  std::deque<Encoded> encoded;  // most recent last
+  std::string scratch;          // a line that is not memoised
+};
+
 class WatchStream final : public http::ResponseStream,
                           public std::enable_shared_from_this<WatchStream> {
  public:
+  using Lane = WatchDispatcher::Lane;
+
   WatchStream(WatchDispatcher& d, std::unique_ptr<storage::Watch> w, WatchSpec spec,
               std::string initial)
       : d_(d), watch_(std::move(w)), spec_(std::move(spec)), initial_(std::move(initial)) {
     last_rev_ = spec_.start_revision;
     deadline_ = Clock::now() + std::chrono::seconds(spec_.timeout_seconds);
-    next_bookmark_ = Clock::now() + kBookmarkEvery;
+    next_bookmark_ = (Clock::now() + kBookmarkEvery).time_since_epoch().count();
   }
 
   void start(std::shared_ptr<http::StreamSink> sink) override {
+    lane_ = d_.lane_for(sink->home());
     {
       std::lock_guard lock(mu_);
       sink_ = std::move(sink);
     }
     if (!initial_.empty()) {
-      write(std::move(initial_));
+      std::shared_ptr<http::StreamSink> s = current_sink();
+      if (s && !s->write(std::move(initial_))) {
+        finish(false);
+        return;
+      }
       initial_.clear();
     }
     if (watch_) {
       std::weak_ptr<WatchStream> weak = shared_from_this();
-      WatchDispatcher* d = &d_;
-      watch_->set_notifier([weak, d] {
-        if (auto s = weak.lock()) d->ready(std::move(s));
+      Lane* lane = lane_.get();  // outlives the watch: the stream holds both
+      watch_->set_notifier([weak, lane] {
+        if (auto s = weak.lock()) lane->ready(std::move(s));
       });
     }
     d_.add(shared_from_this());
-    d_.ready(shared_from_this());
+    lane_->ready(shared_from_this());
   }
 
   void stop() override { finish(false); }
 
-  // Drains events into the sink. Runs on the dispatcher thread only.
+  // Drains events into the sink. On the lane's thread only.
   void drain() {
     if (done_) return;
     if (!watch_) {
       finish(true);
       return;
     }
-    std::vector<storage::EventPtr> events;
+    Lane& lane = *lane_;
     std::string out;
+    // The one line of a single event is written from the lane's cache
+    // without a copy; it is copied into `out` before anything else is
+    // encoded (which may drop it from the cache).
+    const std::string* single = nullptr;
+    auto take_single = [&] {
+      if (single != nullptr) out = *single;
+      single = nullptr;
+    };
     for (;;) {
-      events.clear();
-      Status s = watch_->poll(&events, std::chrono::milliseconds(0));
-      for (const auto& e : events) {
-        out += d_.encode_shared(spec_, e);
+      lane.events.clear();
+      Status s = watch_->poll(&lane.events, std::chrono::milliseconds(0));
+      for (const auto& e : lane.events) {
+        take_single();
+        const std::string& line = lane.encode_shared(spec_, e);
+        if (out.empty()) {
+          single = &line;
+        } else {
+          out += line;
+        }
         last_rev_ = e->kv.mod_revision;
       }
       if (!s.is_ok()) {
+        take_single();
         if (s.code() == Code::kExpired) {
           out += d_.encode_object(spec_, "ERROR", status_object(ApiError(s)));
         }
-        if (!out.empty()) write(std::move(out));
+        lane.events.clear();
+        if (!out.empty()) write(out);
         finish(true);
         return;
       }
-      if (events.empty()) break;
+      if (lane.events.empty()) break;
     }
-    if (!out.empty()) write(std::move(out));
+    lane.events.clear();
+    if (single != nullptr) {
+      write(*single);
+    } else if (!out.empty()) {
+      write(out);
+    }
   }
 
-  // Timeouts and bookmarks. Runs on the dispatcher thread.
+  // Whether tick() has work: read on the dispatcher's thread.
+  bool due(Clock::time_point now) const {
+    return now >= deadline_ ||
+           (spec_.bookmarks && now.time_since_epoch().count() >= next_bookmark_.load());
+  }
+
+  // Timeouts and bookmarks. On the lane's thread only.
   void tick(Clock::time_point now) {
     if (done_) return;
     if (now >= deadline_) {
       finish(true);
       return;
     }
-    if (spec_.bookmarks && now >= next_bookmark_) {
-      next_bookmark_ = now + kBookmarkEvery;
+    if (spec_.bookmarks && now.time_since_epoch().count() >= next_bookmark_.load()) {
+      next_bookmark_ = (now + kBookmarkEvery).time_since_epoch().count();
       // Only a revision this stream has delivered is safe to promise.
       drain();
       if (done_) return;
@@ -98,15 +167,19 @@ class WatchStream final : public http::ResponseStream,
   }
 
   bool done() const { return done_; }
+  Lane* lane() const { return lane_.get(); }
 
  private:
-  void write(std::string data) {
-    std::shared_ptr<http::StreamSink> sink;
-    {
-      std::lock_guard lock(mu_);
-      sink = sink_;
-    }
-    if (sink && !sink->write(std::move(data))) finish(false);
+  std::shared_ptr<http::StreamSink> current_sink() {
+    std::lock_guard lock(mu_);
+    return sink_;
+  }
+
+  // On the lane's thread: straight to the socket when the lane is the
+  // connection's own thread (StreamSink::write_here).
+  void write(std::string_view data) {
+    std::shared_ptr<http::StreamSink> sink = current_sink();
+    if (sink && !sink->write_here(data)) finish(false);
   }
 
   // Ends the stream once: cancels the storage watch and closes the sink
@@ -128,14 +201,56 @@ class WatchStream final : public http::ResponseStream,
   std::unique_ptr<storage::Watch> watch_;
   WatchSpec spec_;
   std::string initial_;
+  std::shared_ptr<Lane> lane_;  // set by start(), before the stream is added
   std::mutex mu_;
   std::shared_ptr<http::StreamSink> sink_;
   std::atomic<bool> done_{false};
-  Clock::time_point deadline_, next_bookmark_;
+  Clock::time_point deadline_;
+  std::atomic<Clock::rep> next_bookmark_;
   storage::Revision last_rev_ = 0;
 };
 
-WatchDispatcher::WatchDispatcher(Metrics& metrics) : metrics_(metrics) {
+void WatchDispatcher::Lane::ready(std::shared_ptr<WatchStream> s) {
+  {
+    std::lock_guard lock(mu);
+    queued.push_back(std::move(s));
+    if (posted) return;
+    posted = true;
+  }
+  if (home) {
+    home->post([self = shared_from_this()] { self->drain_ready(); });
+  } else {
+    dispatcher.wake_own();
+  }
+}
+
+void WatchDispatcher::Lane::drain_ready() {
+  {
+    std::lock_guard lock(mu);
+    batch.swap(queued);
+    posted = false;
+  }
+  for (auto& s : batch) s->drain();
+  batch.clear();
+}
+
+const std::string& WatchDispatcher::Lane::encode_shared(const WatchSpec& spec,
+                                                        const storage::EventPtr& e) {
+  if (spec.table || !spec.query.labels.empty() || !spec.query.fields.empty()) {
+    scratch = dispatcher.encode(spec, *e);
+    return scratch;
+  }
+  for (auto it = encoded.rbegin(); it != encoded.rend(); ++it) {
+    if (it->event == e && it->kind == spec.kind) return it->line;
+  }
+  // Enough for the events of one batch of drains, across a few kinds.
+  if (encoded.size() >= 256) encoded.pop_front();
+  encoded.push_back({e, spec.kind, dispatcher.encode(spec, *e)});
+  return encoded.back().line;
+}
+
+WatchDispatcher::WatchDispatcher(Metrics& metrics)
+    : metrics_(metrics), own_(std::make_shared<Lane>(*this, nullptr)) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -166,9 +281,18 @@ void WatchDispatcher::shutdown() {
   for (const auto& s : streams) s->stop();
 }
 
-void WatchDispatcher::ready(std::shared_ptr<WatchStream> s) {
+std::shared_ptr<WatchDispatcher::Lane> WatchDispatcher::lane_for(
+    const std::shared_ptr<http::StreamHome>& home) {
+  if (!home) return own_;
   std::lock_guard lock(mu_);
-  ready_.push_back(std::move(s));
+  auto& lane = lanes_[home.get()];
+  if (!lane) lane = std::make_shared<Lane>(*this, home);
+  return lane;
+}
+
+void WatchDispatcher::wake_own() {
+  std::lock_guard lock(mu_);
+  own_ready_ = true;
   cv_.notify_one();
 }
 
@@ -201,26 +325,44 @@ void WatchDispatcher::run() {
     // Ticks (timeouts, bookmarks) only while there are streams: an idle
     // server does not wake.
     if (streams_.empty()) {
-      cv_.wait(lock, [&] { return stopping_ || !ready_.empty() || !streams_.empty(); });
+      cv_.wait(lock, [&] { return stopping_ || own_ready_ || !streams_.empty(); });
       next_tick = std::max(next_tick, Clock::now());
     } else {
-      cv_.wait_until(lock, next_tick, [&] { return stopping_ || !ready_.empty(); });
+      cv_.wait_until(lock, next_tick, [&] { return stopping_ || own_ready_; });
     }
     if (stopping_) break;
-    std::deque<std::shared_ptr<WatchStream>> batch;
-    batch.swap(ready_);
+    bool drain = own_ready_;
+    own_ready_ = false;
     lock.unlock();
-    for (auto& s : batch) s->drain();
-    batch.clear();
-    auto now = Clock::now();
-    if (now >= next_tick) {
-      lock.lock();
-      std::vector<std::shared_ptr<WatchStream>> all(streams_.begin(), streams_.end());
-      lock.unlock();
-      for (auto& s : all) s->tick(now);
-      next_tick = now + std::chrono::milliseconds(250);
+    if (drain) own_->drain_ready();
+    if (Clock::now() >= next_tick) {
+      tick_all();
+      next_tick = Clock::now() + std::chrono::milliseconds(250);
     }
     lock.lock();
+  }
+}
+
+// Streams due for a timeout or a bookmark get their tick on their lane's
+// thread, one task per lane; the others cost no wake-up there.
+void WatchDispatcher::tick_all() {
+  auto now = Clock::now();
+  std::map<Lane*, std::vector<std::shared_ptr<WatchStream>>> due;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& s : streams_) {
+      if (s->due(now)) due[s->lane()].push_back(s);
+    }
+  }
+  for (auto& [lane, streams] : due) {
+    auto tick = [now, streams = std::move(streams)] {
+      for (const auto& s : streams) s->tick(now);
+    };
+    if (lane->home) {
+      lane->home->post(std::move(tick));
+    } else {
+      tick();
+    }
   }
 }
 
@@ -241,19 +383,6 @@ std::string WatchDispatcher::encode_object(const WatchSpec& spec, const char* ty
   line += "\",\"object\":";
   line += out_obj.dump(-1, ' ', false, json::error_handler_t::replace);
   line += "}\n";
-  return line;
-}
-
-std::string WatchDispatcher::encode_shared(const WatchSpec& spec, const storage::EventPtr& e) {
-  if (spec.table || !spec.query.labels.empty() || !spec.query.fields.empty())
-    return encode(spec, *e);
-  for (auto it = encoded_.rbegin(); it != encoded_.rend(); ++it) {
-    if (it->event == e && it->kind == spec.kind) return it->line;
-  }
-  std::string line = encode(spec, *e);
-  encoded_.push_back({e, spec.kind, line});
-  // Enough for the events of one batch of drains, across a few kinds.
-  if (encoded_.size() > 256) encoded_.pop_front();
   return line;
 }
 

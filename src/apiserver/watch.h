@@ -1,13 +1,17 @@
 // Watch streams: storage watch events encoded as Kubernetes watch events
 // ({"type":...,"object":...} lines) on chunked HTTP responses.
 //
-// A storage watch's notifier only queues its stream here; one dispatcher
-// thread encodes and writes, so writers never wait on watch clients, and an
-// event shared by many watchers is encoded once.
+// A storage watch's notifier only queues its stream on a lane; the lane
+// encodes and writes, so writers never wait on watch clients, and an event
+// shared by many watchers is encoded once per lane. A stream's lane is the
+// transport thread of its connection (http::StreamHome): one task there
+// drains every stream an event woke and writes each straight to its socket.
+// Streams whose sink has no home are drained by the dispatcher's own thread,
+// which also times out streams and sends bookmarks.
 #pragma once
 
 #include <condition_variable>
-#include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -54,27 +58,23 @@ class WatchDispatcher {
 
  private:
   friend class WatchStream;
-  void ready(std::shared_ptr<WatchStream> s);
+  struct Lane;
+  // The lane of the streams written from `home`'s thread; own_ for none.
+  std::shared_ptr<Lane> lane_for(const std::shared_ptr<http::StreamHome>& home);
+  void wake_own();
   void add(const std::shared_ptr<WatchStream>& s);
   void remove(WatchStream* s);
   void run();
-  // encode(), memoised for watches whose lines depend only on the event and
-  // the kind (no selectors, no Table): the same event drained by a thousand
-  // such streams is encoded once. Dispatcher thread only.
-  std::string encode_shared(const WatchSpec& spec, const storage::EventPtr& e);
+  void tick_all();
 
   Metrics& metrics_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::shared_ptr<WatchStream>> ready_;
+  std::shared_ptr<Lane> own_;  // drained by thread_
+  bool own_ready_ = false;
+  std::map<http::StreamHome*, std::shared_ptr<Lane>> lanes_;
   std::set<std::shared_ptr<WatchStream>> streams_;
   bool stopping_ = false;
-  struct Encoded {
-    storage::EventPtr event;  // held, so its address is not reused while cached
-    const Kind* kind;
-    std::string line;
-  };
-  std::deque<Encoded> encoded_;  // most recent last; dispatcher thread only
   std::thread thread_;
 };
 

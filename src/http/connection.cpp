@@ -63,8 +63,11 @@ bool is_protocol_error(const error_code& ec) {
 
 // Connection: set-up ------------------------------------------------------------
 
-Connection::Connection(ServerCore& core, tcp::socket socket)
-    : core_(core), executor_(socket.get_executor()), tcp_(std::move(socket)) {
+Connection::Connection(ServerCore& core, tcp::socket socket, std::shared_ptr<IoHome> home)
+    : core_(core),
+      executor_(socket.get_executor()),
+      home_(std::move(home)),
+      tcp_(std::move(socket)) {
   remote_ = format_remote(tcp_.socket());
   core_.connection_opened();
 }

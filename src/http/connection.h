@@ -22,6 +22,7 @@
 #include "worker_pool.h"
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -41,6 +42,21 @@ using error_code = boost::system::error_code;
 
 class Connection;
 class SinkImpl;
+
+// A StreamHome for one io_context, which exactly one I/O thread runs: a task
+// posted there runs on the thread of every connection of that io_context,
+// never beside their handlers.
+class IoHome final : public StreamHome {
+ public:
+  explicit IoHome(net::io_context& ioc) : ioc_(&ioc) {}
+  void post(std::function<void()> task) override;
+  // The io_context is about to go: later tasks are dropped.
+  void close();
+
+ private:
+  std::mutex mu_;
+  net::io_context* ioc_;
+};
 
 // State shared by the server, its connections and the worker threads.
 class ServerCore {
@@ -80,7 +96,8 @@ class ServerCore {
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(ServerCore& core, net::ip::tcp::socket socket);
+  // `home` is the StreamHome of the io_context `socket` belongs to.
+  Connection(ServerCore& core, net::ip::tcp::socket socket, std::shared_ptr<IoHome> home);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -98,6 +115,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void flush_stream();
   // A stream sink went over the buffer limit (stream.cpp).
   void on_stream_overflow();
+  // SinkImpl::write_here, on the connection's thread: frames `chunk` and
+  // sends it now. kNotNow when earlier bytes are still unsent (the caller
+  // queues the chunk instead); kClosed when the connection closed.
+  enum class DirectWrite { kDone, kNotNow, kClosed };
+  DirectWrite write_stream_now(std::string_view chunk);
 
  private:
   enum class State {
@@ -155,6 +177,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   enum class SendResult { kProgress, kBlocked, kFailed };
   // Sends what it can of stream_out_ now, without blocking.
   SendResult send_stream_bytes();
+  // Waits for the socket to take more of stream_out_.
+  void wait_stream_writable();
   void on_stream_writable(error_code ec);
   void end_stream_for_shutdown();
   // Calls stream_->stop() once, unless the producer ended the stream itself.
@@ -162,6 +186,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   ServerCore& core_;
   net::any_io_executor executor_;  // a strand
+  std::shared_ptr<IoHome> home_;
   beast::tcp_stream tcp_;          // moved into tls_ once TLS is detected
   std::optional<beast::ssl_stream<beast::tcp_stream>> tls_;
   beast::flat_buffer buffer_;

@@ -99,6 +99,7 @@ class ServerImpl final : public Server {
   ServerImpl(ServerOptions options, Handler handler, std::unique_ptr<net::ssl::context> tls)
       : core_(std::move(options), std::move(handler), std::move(tls)),
         iocs_(make_io_contexts(core_.options.io_threads)),
+        homes_(make_homes(iocs_)),
         acceptor_(std::in_place, net::make_strand(*iocs_.front())),
         retry_timer_(std::in_place, acceptor_->get_executor()) {}
 
@@ -129,10 +130,19 @@ class ServerImpl final : public Server {
     return out;
   }
 
+  static std::vector<std::shared_ptr<detail::IoHome>> make_homes(
+      const std::vector<std::unique_ptr<net::io_context>>& iocs) {
+    std::vector<std::shared_ptr<detail::IoHome>> out;
+    for (const auto& ioc : iocs) out.push_back(std::make_shared<detail::IoHome>(*ioc));
+    return out;
+  }
+
   ServerCore core_;
   // Cleared by shutdown(), before core_ goes.
   std::vector<std::unique_ptr<net::io_context>> iocs_;
+  std::vector<std::shared_ptr<detail::IoHome>> homes_;  // one per io_context
   size_t next_ioc_ = 0;  // the io_context of the next connection (acceptor's strand)
+  size_t accept_ioc_ = 0;  // the one the pending accept is for
   std::optional<tcp::acceptor> acceptor_;
   std::optional<net::steady_timer> retry_timer_;
   std::vector<std::thread> io_threads_;
@@ -181,8 +191,8 @@ void ServerImpl::run() {
 }
 
 void ServerImpl::accept() {
-  net::io_context& ioc = *iocs_[next_ioc_++ % iocs_.size()];
-  acceptor_->async_accept(net::make_strand(ioc),
+  accept_ioc_ = next_ioc_++ % iocs_.size();
+  acceptor_->async_accept(net::make_strand(*iocs_[accept_ioc_]),
                           beast::bind_front_handler(&ServerImpl::on_accept, this));
 }
 
@@ -201,7 +211,7 @@ void ServerImpl::on_accept(error_code ec, tcp::socket socket) {
   error_code ignored;
   socket.set_option(tcp::no_delay(true), ignored);
   socket.set_option(net::socket_base::keep_alive(true), ignored);
-  auto connection = std::make_shared<Connection>(core_, std::move(socket));
+  auto connection = std::make_shared<Connection>(core_, std::move(socket), homes_[accept_ioc_]);
   core_.add(connection);
   connection->start();
   accept();
@@ -244,6 +254,7 @@ void ServerImpl::shutdown(std::chrono::milliseconds grace) {
   for (auto& c : core_.connections()) c->close_now();
   retry_timer_.reset();
   acceptor_.reset();
+  for (auto& home : homes_) home->close();  // producers may still hold them
   iocs_.clear();
 }
 

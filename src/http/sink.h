@@ -18,12 +18,19 @@ class Connection;
 
 class SinkImpl final : public StreamSink {
  public:
-  SinkImpl(boost::asio::any_io_executor strand, std::weak_ptr<Connection> connection, size_t limit)
-      : strand_(std::move(strand)), connection_(std::move(connection)), limit_(limit) {}
+  SinkImpl(boost::asio::any_io_executor strand, std::weak_ptr<Connection> connection,
+           std::shared_ptr<StreamHome> home, size_t limit)
+      : strand_(std::move(strand)),
+        connection_(std::move(connection)),
+        home_(std::move(home)),
+        limit_(limit) {}
 
-  // StreamSink. Both post at most one notification to the strand at a time.
+  // StreamSink. write and close post at most one notification to the strand
+  // at a time; write_here sends at once when it can.
   bool write(std::string chunk) override;
   void close() override;
+  std::shared_ptr<StreamHome> home() override { return home_; }
+  bool write_here(std::string_view chunk) override;
 
   // Strand side. Moves the queued chunks into `out` (empty on entry); returns
   // true when the response must end after them (producer closed, or shutdown).
@@ -43,6 +50,7 @@ class SinkImpl final : public StreamSink {
   std::mutex mu_;
   std::optional<boost::asio::any_io_executor> strand_;  // reset by detach()
   std::weak_ptr<Connection> connection_;
+  const std::shared_ptr<StreamHome> home_;
   const size_t limit_;
   std::vector<std::string> queue_;
   size_t unsent_ = 0;  // queued plus in-flight payload bytes

@@ -25,6 +25,18 @@ constexpr size_t kPeekSize = 512;
 
 }  // namespace
 
+// IoHome ----------------------------------------------------------------------------
+
+void IoHome::post(std::function<void()> task) {
+  std::lock_guard lock(mu_);
+  if (ioc_ != nullptr) net::post(*ioc_, std::move(task));
+}
+
+void IoHome::close() {
+  std::lock_guard lock(mu_);
+  ioc_ = nullptr;
+}
+
 // SinkImpl --------------------------------------------------------------------------
 
 bool SinkImpl::write(std::string chunk) {
@@ -46,6 +58,28 @@ bool SinkImpl::write(std::string chunk) {
   queue_.push_back(std::move(chunk));
   notify_locked();
   return true;
+}
+
+bool SinkImpl::write_here(std::string_view chunk) {
+  std::shared_ptr<Connection> connection;
+  {
+    std::lock_guard lock(mu_);
+    if (!accepting_) return false;
+    if (chunk.empty()) return true;
+    // Queued chunks go first; a posted flush will send them.
+    if (queue_.empty() && !flush_posted_ && strand_) connection = connection_.lock();
+  }
+  if (connection) {
+    switch (connection->write_stream_now(chunk)) {
+      case Connection::DirectWrite::kDone:
+        return true;
+      case Connection::DirectWrite::kClosed:
+        return false;
+      case Connection::DirectWrite::kNotNow:
+        break;
+    }
+  }
+  return write(std::string(chunk));
 }
 
 void SinkImpl::close() {
@@ -106,8 +140,8 @@ void Connection::begin_stream() {
   framing.close = true;
   format_head(head_, response_.status, response_.headers, framing);
   response_ = Response{};
-  sink_ =
-      std::make_shared<SinkImpl>(executor_, weak_from_this(), core_.options.stream_buffer_limit);
+  sink_ = std::make_shared<SinkImpl>(executor_, weak_from_this(), home_,
+                                     core_.options.stream_buffer_limit);
   // A watch lasts as long as it likes. No read or write is pending here, so
   // the deadline can be changed; it must not be while streaming.
   lowest().expires_never();
@@ -181,11 +215,7 @@ void Connection::flush_stream() {
       case SendResult::kFailed:
         return close_now();
       case SendResult::kBlocked:
-        stream_writing_ = true;
-        lowest().socket().async_wait(
-            net::socket_base::wait_write,
-            beast::bind_front_handler(&Connection::on_stream_writable, shared_from_this()));
-        return;
+        return wait_stream_writable();
       case SendResult::kProgress:
         break;
     }
@@ -201,6 +231,40 @@ void Connection::flush_stream() {
     }
   }
   net::post(executor_, [self = shared_from_this()] { self->flush_stream(); });
+}
+
+Connection::DirectWrite Connection::write_stream_now(std::string_view chunk) {
+  if (state_ != State::kStreaming) return DirectWrite::kClosed;
+  if (!stream_head_sent_ || stream_writing_ || stream_out_sent_ != stream_out_.size())
+    return DirectWrite::kNotNow;
+  stream_out_.clear();
+  stream_out_sent_ = 0;
+  stream_payload_ = 0;  // never counted in the sink's unsent bytes
+  char size_line[kChunkSizeMax];
+  stream_out_.append(size_line, format_chunk_size(size_line, chunk.size()));
+  stream_out_ += chunk;
+  stream_out_ += kCrlf;
+  for (;;) {
+    switch (send_stream_bytes()) {
+      case SendResult::kFailed:
+        close_now();
+        return DirectWrite::kClosed;
+      case SendResult::kBlocked:
+        // The rest goes when the socket takes it; later chunks queue up.
+        wait_stream_writable();
+        return DirectWrite::kDone;
+      case SendResult::kProgress:
+        if (stream_out_sent_ == stream_out_.size()) return DirectWrite::kDone;
+        break;
+    }
+  }
+}
+
+void Connection::wait_stream_writable() {
+  stream_writing_ = true;
+  lowest().socket().async_wait(
+      net::socket_base::wait_write,
+      beast::bind_front_handler(&Connection::on_stream_writable, shared_from_this()));
 }
 
 bool Connection::next_stream_write() {

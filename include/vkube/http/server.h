@@ -71,6 +71,19 @@ class ResponseStream {
   virtual void stop() = 0;
 };
 
+// A transport thread, as the producers of streams see it. A producer that
+// feeds many streams at once (one watch event to a thousand watchers) runs
+// its work for all the streams of one thread in one task there, and writes
+// with StreamSink::write_here: no hand-off per stream.
+class StreamHome {
+ public:
+  virtual ~StreamHome() = default;
+  // Runs `task` on this thread, after the handlers queued there before it.
+  // Thread-safe; never runs `task` inline. Once the transport has shut down,
+  // tasks are destroyed unrun.
+  virtual void post(std::function<void()> task) = 0;
+};
+
 // Where a ResponseStream writes. Thread-safe; all methods are non-blocking.
 class StreamSink {
  public:
@@ -84,6 +97,13 @@ class StreamSink {
   // Ends the response (the terminating zero-length chunk) after queued
   // chunks; the transport then closes the connection. Later writes fail.
   virtual void close() = 0;
+  // The thread that sends this stream's chunks, or null when the sink has
+  // none to offer (write from any thread).
+  virtual std::shared_ptr<StreamHome> home() { return nullptr; }
+  // write(), for a caller on home()'s thread, in a task it posted there:
+  // sends the chunk to the socket before returning when nothing is queued
+  // before it and the socket takes it; otherwise queues it as write() does.
+  virtual bool write_here(std::string_view chunk) { return write(std::string(chunk)); }
 };
 
 class DeferredResponse;
