@@ -74,10 +74,14 @@ class HubWatcher final : public Watch {
     replay_until_ = until;
   }
 
-  // Called with the hub lock held. Returns true when the notifier should run.
-  bool push(const EventPtr& e, size_t limit) {
+  using Notifier = std::shared_ptr<const std::function<void()>>;
+
+  // Called with the hub lock held. Returns true when the notifier should run,
+  // with the notifier in `*notify` if given (null when none is set).
+  bool push(const EventPtr& e, size_t limit, Notifier* notify = nullptr) {
     std::lock_guard lock(mu_);
     if (!end_.is_ok()) return false;
+    if (notify != nullptr) *notify = notify_;
     if (queue_.size() >= limit) {
       queue_.clear();
       end_ = Status::expired("watcher fell more than " + std::to_string(limit) +
@@ -99,15 +103,6 @@ class HubWatcher final : public Watch {
       cv_.notify_all();
     }
     if (notify) (*notify)();
-  }
-
-  void notify() {
-    Notifier fn;
-    {
-      std::lock_guard lock(mu_);
-      fn = notify_;
-    }
-    if (fn) (*fn)();
   }
 
   Status poll(std::vector<EventPtr>* out, std::chrono::milliseconds wait) override {
@@ -174,7 +169,6 @@ class HubWatcher final : public Watch {
   Status end_;  // OK while live
   // Shared, so that taking it out of the lock to call it copies a pointer,
   // not the function (publish() calls a thousand of them per event).
-  using Notifier = std::shared_ptr<const std::function<void()>>;
   Notifier notify_;
 };
 
@@ -222,20 +216,30 @@ void WatchHub::publish(const std::vector<EventPtr>& events) {
   // Every watcher holds the events before any notifier runs: a notifier
   // that reads another watch (the watch cache catching up) finds them there.
   // Events in order, so each watcher's queue stays in revision order.
-  std::vector<HubWatcher*> touched;
+  // A watcher is listed under its one prefix, so one event reaches it at
+  // most once; it is told once per publish, however many events it got.
+  std::vector<std::pair<HubWatcher*, HubWatcher::Notifier>> touched;
   for (const EventPtr& e : events) {
     std::string_view key = e->kv.key;
     for (const auto& [length, table] : core_->by_prefix) {
       if (length > key.size()) break;
       auto found = table.find(key.substr(0, length));
       if (found == table.end()) continue;
-      for (HubWatcher* w : found->second)
-        if (w->matches(*e) && w->push(e, core_->buffer_limit)) touched.push_back(w);
+      HubWatcher::Notifier notify;
+      for (HubWatcher* w : found->second) {
+        if (w->matches(*e) && w->push(e, core_->buffer_limit, &notify) && notify)
+          touched.emplace_back(w, std::move(notify));
+      }
     }
   }
-  std::sort(touched.begin(), touched.end());
-  touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
-  for (HubWatcher* w : touched) w->notify();
+  if (events.size() > 1) {
+    std::sort(touched.begin(), touched.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    touched.erase(std::unique(touched.begin(), touched.end(),
+                              [](const auto& a, const auto& b) { return a.first == b.first; }),
+                  touched.end());
+  }
+  for (const auto& [w, notify] : touched) (*notify)();
 }
 
 std::unique_ptr<Watch> WatchHub::subscribe(std::string prefix, Revision after,
