@@ -251,6 +251,14 @@ void WatchReaders::run(int lane) {
       // One read per wake-up, unless it filled the buffer or OpenSSL holds
       // more records: the epoll is level-triggered, so what is left in the
       // socket wakes it again, and a read that would block costs a syscall.
+      // Delayed ACKs, as for a request-response connection: otherwise
+      // Linux acknowledges a small pushed segment as soon as it is read, and
+      // on loopback the reader pays for both ends of every ACK in the middle
+      // of a fan-out. The kernel leaves this mode whenever a delayed ACK
+      // fires (between two events, mostly), so it is set again before each
+      // read: set after, it would come too late for the read that ACKs.
+      int zero = 0;
+      ::setsockopt(s->fd, IPPROTO_TCP, TCP_QUICKACK, &zero, sizeof zero);
       for (;;) {
         long got = s->read_some(buf, sizeof buf);
         if (got == -1) break;
@@ -261,12 +269,6 @@ void WatchReaders::run(int lane) {
           ended_.fetch_add(1);
           break;
         }
-        // Delayed ACKs, as for a request-response connection: otherwise
-        // Linux acknowledges each small pushed segment as soon as it is read,
-        // and on loopback the reader pays for both ends of every ACK. The
-        // kernel leaves this mode when a delayed ACK fires, so it is set again.
-        int zero = 0;
-        ::setsockopt(s->fd, IPPROTO_TCP, TCP_QUICKACK, &zero, sizeof zero);
         bool pending = s->ssl != nullptr ? SSL_has_pending(s->ssl) == 1
                                          : static_cast<size_t>(got) == sizeof buf;
         if (!pending) break;
