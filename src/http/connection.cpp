@@ -82,10 +82,16 @@ Connection::~Connection() {
 void Connection::arm(std::chrono::seconds timeout) {
   // Only with no read or write pending: Beast applies a deadline to the
   // operations started after it is set.
-  if (timeout.count() > 0) {
-    lowest().expires_after(timeout);
+  if (tls_) {
+    if (timeout.count() > 0) {
+      tls_->expires_after(timeout);
+    } else {
+      tls_->expires_never();
+    }
+  } else if (timeout.count() > 0) {
+    tcp_.expires_after(timeout);
   } else {
-    lowest().expires_never();
+    tcp_.expires_never();
   }
 }
 
@@ -107,18 +113,26 @@ void Connection::on_detect(error_code ec, bool is_tls) {
     return close_now();
   }
   state_ = State::kHandshaking;
-  tls_.emplace(std::move(tcp_), *core_.tls);
-  tls_->async_handshake(net::ssl::stream_base::server, buffer_.data(),
-                        beast::bind_front_handler(&Connection::on_handshake, shared_from_this()));
+  // The bytes read to detect TLS are OpenSSL's to read first.
+  auto seen = buffer_.data();
+  tls_.emplace(std::move(tcp_), core_.tls->native_handle(),
+               std::string_view(static_cast<const char*>(seen.data()), seen.size()));
+  buffer_.clear();
+  buffer_.shrink_to_fit();
+  if (!tls_->ok()) {
+    VKUBE_LOG(error, "http: cannot set up TLS for a connection", {"remote", remote_});
+    return close_now();
+  }
+  arm(core_.options.read_timeout);
+  tls_->async_handshake(beast::bind_front_handler(&Connection::on_handshake, shared_from_this()));
 }
 
-void Connection::on_handshake(error_code ec, size_t used) {
+void Connection::on_handshake(error_code ec) {
   if (state_ != State::kHandshaking) return;
   if (ec) {
     VKUBE_LOG(debug, "http: TLS handshake failed", {"remote", remote_}, {"error", ec.message()});
     return close_now();
   }
-  buffer_.consume(used);
   ++core_.tls_handshakes;
   if (SSL_session_reused(tls_->native_handle()) == 1) ++core_.tls_resumptions;
   peer_ = verified_peer(tls_->native_handle());
@@ -341,9 +355,8 @@ void Connection::write_response() {
     response_buffers_[count++] = net::buffer(response_.body);
   }
   // A span, not a std::array: Asio's two-buffer specialisation hands the
-  // stream an empty first buffer once the head is out, and Beast's
-  // flat_stream (inside ssl_stream) then writes zero bytes, which ends
-  // async_write early without an error.
+  // stream an empty first buffer once the head is out (a stream that wrote
+  // zero bytes for it would end async_write early without an error).
   std::span<const net::const_buffer> buffers(response_buffers_.data(), count);
   with_stream([&](auto& s) {
     net::async_write(s, buffers,

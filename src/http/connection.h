@@ -29,8 +29,8 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
-#include <boost/beast/ssl/ssl_stream.hpp>
 
+#include "tls_stream.h"
 #include "vkube/http/server.h"
 #include "wire.h"
 
@@ -142,13 +142,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
       fn(tcp_);
     }
   }
-  beast::tcp_stream& lowest() { return tls_ ? beast::get_lowest_layer(*tls_) : tcp_; }
+  beast::tcp_stream& lowest() { return tls_ ? tls_->next_layer() : tcp_; }
   // Sets the deadline for the next reads and writes; 0 means none.
   void arm(std::chrono::seconds timeout);
 
   // connection.cpp: requests and plain responses.
   void on_detect(error_code ec, bool is_tls);
-  void on_handshake(error_code ec, size_t used);
+  void on_handshake(error_code ec);
   void read_next();
   void on_idle_data(error_code ec, size_t n);
   void read_request();
@@ -188,7 +188,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   net::any_io_executor executor_;  // a strand
   std::shared_ptr<IoHome> home_;
   beast::tcp_stream tcp_;          // moved into tls_ once TLS is detected
-  std::optional<beast::ssl_stream<beast::tcp_stream>> tls_;
+  std::optional<TlsStream> tls_;
   beast::flat_buffer buffer_;
   std::optional<beast::http::request_parser<beast::http::string_body>> parser_;
   State state_ = State::kDetecting;

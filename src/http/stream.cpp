@@ -144,7 +144,7 @@ void Connection::begin_stream() {
                                      core_.options.stream_buffer_limit);
   // A watch lasts as long as it likes. No read or write is pending here, so
   // the deadline can be changed; it must not be while streaming.
-  lowest().expires_never();
+  arm(std::chrono::seconds(0));
   stream_writing_ = true;
   with_stream([&](auto& s) {
     net::async_write(s, net::buffer(head_),
@@ -157,11 +157,8 @@ void Connection::on_stream_head(error_code ec, size_t) {
   if (state_ != State::kStreaming) return;
   if (ec) return close_now();  // never started, so never stopped
   stream_head_sent_ = true;
-  // From here on only flush_stream() writes, straight to the socket.
-  if (tls_ && !write_straight_to_socket(tls_->native_handle(), lowest().socket().native_handle())) {
-    VKUBE_LOG(error, "http: cannot hand the TLS stream its socket", {"remote", remote_});
-    return close_now();
-  }
+  // From here on only flush_stream() writes, straight to the socket
+  // (SSL_write under TLS: OpenSSL writes to the socket itself, tls_stream.h).
   if (stream_shutdown_) {  // shutdown came while the head was on its way
     sink_->end_for_shutdown();
     return flush_stream();
@@ -201,7 +198,7 @@ void Connection::on_peer_data(error_code ec, size_t) {
 
 // After the head, stream writes bypass Asio's write operations: a watch sends
 // one small chunk to each of many connections per event, and a direct
-// send(2), or SSL_write to the socket (tls.h), costs half of an async_write
+// send(2), or SSL_write to the socket (tls_stream.h), costs half of an async_write
 // through Asio's TLS stream. Only when the socket is full does the
 // connection wait, for it to become writable.
 void Connection::flush_stream() {

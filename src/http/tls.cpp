@@ -4,9 +4,6 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
-#include <sys/socket.h>
-
-#include <cerrno>
 #include <cstdint>
 #include <string>
 
@@ -56,59 +53,7 @@ std::string entry_utf8(X509_NAME* name, int index) {
   return out;
 }
 
-// A write-only BIO on a socket: what a socket BIO does, with MSG_NOSIGNAL
-// (the transport must not depend on its process ignoring SIGPIPE).
-int send_bio_write(BIO* bio, const char* data, int len) {
-  BIO_clear_retry_flags(bio);
-  int fd = static_cast<int>(reinterpret_cast<intptr_t>(BIO_get_data(bio)));
-  for (;;) {
-    ssize_t n = ::send(fd, data, static_cast<size_t>(len), MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n >= 0) return static_cast<int>(n);
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) BIO_set_retry_write(bio);
-    return -1;
-  }
-}
-
-long send_bio_ctrl(BIO*, int cmd, long, void*) {
-  return cmd == BIO_CTRL_FLUSH ? 1 : 0;  // nothing is buffered here
-}
-
-int send_bio_create(BIO* bio) {
-  BIO_set_init(bio, 1);
-  return 1;
-}
-
-const BIO_METHOD* send_bio_method() {
-  static const BIO_METHOD* method = [] {
-    BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "vkube send");
-    if (m == nullptr) return static_cast<BIO_METHOD*>(nullptr);
-    BIO_meth_set_write(m, send_bio_write);
-    BIO_meth_set_ctrl(m, send_bio_ctrl);
-    BIO_meth_set_create(m, send_bio_create);
-    return m;
-  }();
-  return method;
-}
-
 }  // namespace
-
-bool write_straight_to_socket(SSL* ssl, int fd) {
-  BIO* pair = SSL_get_wbio(ssl);
-  if (pair == nullptr || pair != SSL_get_rbio(ssl) || BIO_ctrl_wpending(pair) != 0) return false;
-  const BIO_METHOD* method = send_bio_method();
-  BIO* direct = method == nullptr ? nullptr : BIO_new(method);
-  if (direct == nullptr) {
-    ERR_clear_error();
-    return false;
-  }
-  BIO_set_data(direct, reinterpret_cast<void*>(static_cast<intptr_t>(fd)));
-  // SSL_set0_wbio frees the BIO it replaces; the pair holds one reference as
-  // both read and write BIO, and must stay as the read BIO.
-  BIO_up_ref(pair);
-  SSL_set0_wbio(ssl, direct);
-  return true;
-}
 
 Result<std::unique_ptr<ssl::context>> make_tls_context(const TlsConfig& config) {
   std::unique_ptr<ssl::context> ctx;

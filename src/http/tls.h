@@ -23,11 +23,4 @@ Result<std::unique_ptr<boost::asio::ssl::context>> make_tls_context(const TlsCon
 // or nullopt when the client sent none (or it did not verify).
 std::optional<PeerCertificate> verified_peer(SSL* ssl);
 
-// Makes `ssl` write its records straight to the non-blocking socket `fd`
-// (send(2) without SIGPIPE) instead of into Asio's BIO pair, which stays its
-// read BIO. Then SSL_write either sends or answers SSL_ERROR_WANT_WRITE, and
-// nothing else may write to the socket. Only while no Asio write is pending
-// and the pair holds no unsent bytes; false (nothing changed) otherwise.
-bool write_straight_to_socket(SSL* ssl, int fd);
-
 }  // namespace vkube::http::detail

@@ -424,6 +424,84 @@ TEST_CASE("TLS and plain HTTP share one port", "[http]") {
   CHECK(refused.status().code() == Code::kInvalid);
 }
 
+TEST_CASE("TLS connections keep their deadlines and read what arrives in any shape", "[http]") {
+  // Pipelined requests in one record, a request sent a byte per record, and
+  // clients that stall: in the handshake, in a request, or idle between two.
+  const TestCerts& certs = http::certs();
+  REQUIRE(certs.ok);
+  ServerOptions options;
+  options.tls = TlsConfig{certs.file("server.crt"), certs.file("server.key"), ""};
+  options.read_timeout = std::chrono::seconds(1);
+  options.idle_timeout = std::chrono::seconds(1);
+  auto server = start_server(
+      [](Request& req) {
+        Response r;
+        r.body = "path=" + req.path;
+        return r;
+      },
+      options);
+  TempDir dir;
+  std::ofstream(dir.sub("shapes.py")) << R"(
+import socket, ssl, sys, time
+port = int(sys.argv[1])
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+ctx.check_hostname = False
+ctx.verify_mode = ssl.CERT_NONE
+
+def tls():
+    return ctx.wrap_socket(socket.create_connection(("127.0.0.1", port)))
+
+def read_all(s):
+    data = b""
+    while True:
+        try:
+            b = s.recv(65536)
+        except (ConnectionResetError, ssl.SSLError, OSError):
+            break
+        if not b:
+            break
+        data += b
+    return data
+
+def closed_after(s):
+    start = time.monotonic()
+    read_all(s)
+    return time.monotonic() - start
+
+s = tls()
+s.sendall(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+data = read_all(s)
+print("pipelined", data.count(b"HTTP/1.1 200"), b"path=/a" in data, b"path=/b" in data)
+
+s = tls()
+for c in b"GET /bytes HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n":
+    s.sendall(bytes([c]))
+print("bytewise", b"path=/bytes" in read_all(s))
+
+s = tls()
+s.sendall(b"GET /idle HTTP/1.1\r\nHost: x\r\n\r\n")
+time.sleep(0.2)
+t = closed_after(s)
+print("idle", 0.5 < t < 3)
+
+s = tls()
+s.sendall(b"GET /stalled HTTP/1.1\r\n")
+print("stalled request", closed_after(s) < 3)
+
+raw = socket.create_connection(("127.0.0.1", port))
+raw.sendall(b"\x16\x03\x01\x00\x80")
+print("stalled handshake", closed_after(raw) < 3)
+)";
+  auto r = run("timeout 30 /usr/bin/python3 " + dir.sub("shapes.py") + " " +
+               std::to_string(server->port()));
+  CHECK(r.output ==
+        "pipelined 2 True True\n"
+        "bytewise True\n"
+        "idle True\n"
+        "stalled request True\n"
+        "stalled handshake True\n");
+  CHECK(eventually([&] { return server->open_connections() == 0; }));
+}
 TEST_CASE("a verified client certificate names the peer", "[http]") {
   const TestCerts& certs = http::certs();
   REQUIRE(certs.ok);
