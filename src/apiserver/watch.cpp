@@ -47,6 +47,7 @@ struct WatchDispatcher::Lane : std::enable_shared_from_this<Lane> {
     std::string line;
   };
   std::deque<Encoded> encoded;  // most recent last
+  size_t encoded_bytes = 0;     // of their lines
   std::string scratch;          // a line that is not memoised
 };
 
@@ -243,9 +244,19 @@ const std::string& WatchDispatcher::Lane::encode_shared(const WatchSpec& spec,
   for (auto it = encoded.rbegin(); it != encoded.rend(); ++it) {
     if (it->event == e && it->kind == spec.kind) return it->line;
   }
-  // Enough for the events of one batch of drains, across a few kinds.
-  if (encoded.size() >= 256) encoded.pop_front();
-  encoded.push_back({e, spec.kind, dispatcher.encode(spec, *e)});
+  // Enough for the events of one batch of drains, across a few kinds, and
+  // bounded by bytes too: large objects written in a row must not stay here
+  // by the hundred.
+  constexpr size_t kMaxLines = 256;
+  constexpr size_t kMaxBytes = 4 << 20;
+  std::string line = dispatcher.encode(spec, *e);
+  while (!encoded.empty() &&
+         (encoded.size() >= kMaxLines || encoded_bytes + line.size() > kMaxBytes)) {
+    encoded_bytes -= encoded.front().line.size();
+    encoded.pop_front();
+  }
+  encoded_bytes += line.size();
+  encoded.push_back({e, spec.kind, std::move(line)});
   return encoded.back().line;
 }
 
