@@ -23,6 +23,14 @@ constexpr std::string_view kCrlf = "\r\n";
 constexpr std::string_view kLastChunk = "0\r\n\r\n";
 constexpr size_t kPeekSize = 512;
 
+// One chunk of a chunked body: its size line, the data and a CRLF.
+void append_chunk(std::string& out, std::string_view chunk) {
+  char size_line[kChunkSizeMax];
+  out.append(size_line, format_chunk_size(size_line, chunk.size()));
+  out += chunk;
+  out += kCrlf;
+}
+
 }  // namespace
 
 // IoHome ----------------------------------------------------------------------------
@@ -237,10 +245,7 @@ Connection::DirectWrite Connection::write_stream_now(std::string_view chunk) {
   stream_out_.clear();
   stream_out_sent_ = 0;
   stream_payload_ = 0;  // never counted in the sink's unsent bytes
-  char size_line[kChunkSizeMax];
-  stream_out_.append(size_line, format_chunk_size(size_line, chunk.size()));
-  stream_out_ += chunk;
-  stream_out_ += kCrlf;
+  append_chunk(stream_out_, chunk);
   for (;;) {
     switch (send_stream_bytes()) {
       case SendResult::kFailed:
@@ -271,11 +276,8 @@ bool Connection::next_stream_write() {
   stream_out_.clear();
   stream_out_sent_ = 0;
   stream_payload_ = 0;
-  char size_line[kChunkSizeMax];
   for (const std::string& chunk : stream_batch_) {
-    stream_out_.append(size_line, format_chunk_size(size_line, chunk.size()));
-    stream_out_ += chunk;
-    stream_out_ += kCrlf;
+    append_chunk(stream_out_, chunk);
     stream_payload_ += chunk.size();
   }
   stream_batch_.clear();
