@@ -44,6 +44,14 @@ class Server final : public ApiServer {
   void shutdown() override;
   Status ensure_bootstrap_policy() override;
   void add_metrics_source(std::function<std::string()> render) override;
+  void set_pod_connector(std::shared_ptr<PodConnector> connector) override {
+    std::lock_guard lock(pod_connector_mu_);
+    pod_connector_ = std::move(connector);
+  }
+  std::shared_ptr<PodConnector> pod_connector() {
+    std::lock_guard lock(pod_connector_mu_);
+    return pod_connector_;
+  }
 
   const Options& options() const { return options_; }
   storage::Backend& backend() { return *options_.backend; }
@@ -84,6 +92,8 @@ class Server final : public ApiServer {
   std::atomic<size_t> inflight_mutating_{0};
   std::mutex metrics_sources_mu_;
   std::vector<std::function<std::string()>> metrics_sources_;  // guarded by metrics_sources_mu_
+  std::mutex pod_connector_mu_;
+  std::shared_ptr<PodConnector> pod_connector_;  // guarded by pod_connector_mu_
 };
 
 // Everything a verb handler needs about its request.

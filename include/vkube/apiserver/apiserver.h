@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "vkube/gpu/quota.h"
 #include "vkube/http/server.h"
 #include "vkube/storage/backend.h"
@@ -20,6 +22,28 @@ struct UserInfo {
   std::string name;
   std::vector<std::string> groups;
   std::string uid;
+};
+
+// How the API server reaches a pod's containers, as kube-apiserver reaches
+// them through the pod's kubelet: the subresources pods/log, pods/exec,
+// pods/attach and pods/portforward. A tenant relays them to its synced pod
+// on the host; `vkube host` serves them from its node agent.
+struct PodRequest {
+  std::string subresource;  // "log", "exec", "attach" or "portforward"
+  nlohmann::json pod;       // the stored pod
+  // The container the request is for (log, exec, attach): the one asked
+  // for, or the pod's default; checked to exist. Empty for portforward.
+  std::string container;
+};
+
+class PodConnector {
+ public:
+  virtual ~PodConnector() = default;
+  // Answers `req` (authorized; the pod exists, is bound to a node, and the
+  // container is valid). Runs on a handler thread and may block until the
+  // answer's head is known; a stream or an upgrade goes on on threads of
+  // its own. Errors are kube Status answers (errors.h's form).
+  virtual http::Response connect(const PodRequest& pod, http::Request& req) = 0;
 };
 
 struct Options {
@@ -68,6 +92,10 @@ class ApiServer {
   // DeferredResponse, never waiting on storage, so the transport may run it
   // on an I/O thread. Gets of one object and the creates that defer.
   virtual bool serves_without_blocking(const http::Request& request) = 0;
+  // Who serves pods/log, exec, attach and portforward (null: they answer
+  // that the pod's node cannot be reached). Thread-safe; may change while
+  // serving.
+  virtual void set_pod_connector(std::shared_ptr<PodConnector> connector) = 0;
   // Marks the server ready (/readyz 200) or not.
   virtual void set_ready(bool ready) = 0;
   // Ends open watches and background loops (before the backend closes).

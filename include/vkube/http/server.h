@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "vkube/common/status.h"
+#include "vkube/http/duplex.h"
 
 namespace vkube::http {
 
@@ -115,6 +116,18 @@ struct Response {
   std::shared_ptr<ResponseStream> stream;  // when set, body is ignored
   // When set, the rest is ignored: the answer comes later (DeferredResponse).
   std::shared_ptr<DeferredResponse> deferred;
+  // When set, the connection is the handler's after this head: a protocol
+  // switch (101 with Upgrade and Connection headers, for WebSocket or SPDY),
+  // or a proxied answer whose body the handler relays as raw bytes. The
+  // transport sends `status` and `headers` exactly as given (no
+  // Content-Length, no chunking; `body` is ignored), then calls `upgrade`
+  // with the connection, on a transport thread: it must not block (it hands
+  // the Duplex to a thread of its own). The connection closes once the
+  // Duplex is closed or released; it is never kept alive for another
+  // request, has no read or idle timeout, and server shutdown closes it.
+  // Called with nullptr when the head could not be sent (the client went
+  // away, the server is stopping).
+  std::function<void(std::shared_ptr<Duplex>)> upgrade;
 
   void set_header(std::string name, std::string value);
 };
