@@ -288,7 +288,8 @@ http::Response Server::route(http::Request& req, const RequestInfo& info, const 
       !(sub == "scale" && kind->resource.scale_subresource) &&
       !(sub == "finalize" && info.resource == "namespaces") &&
       !(sub == "token" && info.resource == "serviceaccounts" && info.group.empty()) &&
-      !(sub == "binding" && info.resource == "pods" && info.group.empty()))
+      !(sub == "binding" && info.resource == "pods" && info.group.empty()) &&
+      !(info.resource == "pods" && info.group.empty() && is_pod_connect_subresource(sub)))
     return error_response(Status::not_found("the server could not find the requested resource"));
 
   http::Response resp;
@@ -297,6 +298,8 @@ http::Response Server::route(http::Request& req, const RequestInfo& info, const 
   if (sub.empty() && std::find(kind->resource.verbs.begin(), kind->resource.verbs.end(), verb) ==
                          kind->resource.verbs.end())
     return error_response(method_not_supported(kind->resource, verb));
+  if (info.resource == "pods" && info.group.empty() && is_pod_connect_subresource(sub))
+    return handle_pod_connect(ctx);
   if (sub == "token") {
     if (verb != "create") return error_response(method_not_supported(kind->resource, verb));
     return handle_token_request(ctx);

@@ -134,6 +134,10 @@ http::Response handle_token_request(Context& c);
 // POST pods/<name>/binding and POST bindings: assigns a pod to a node
 // (binding.cpp).
 http::Response handle_binding(Context& c);
+// pods/log, exec, attach and portforward, through the PodConnector
+// (pod_connect.cpp).
+bool is_pod_connect_subresource(const std::string& sub);
+http::Response handle_pod_connect(Context& c);
 // POST of a kind that is never stored (Kind::create_only): the access
 // reviews, answered by the authorizer (reviews.cpp).
 http::Response handle_review(Context& c);

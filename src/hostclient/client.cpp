@@ -2,6 +2,8 @@
 // The wire itself is connection.cpp's.
 #include "vkube/hostclient/client.h"
 
+#include <strings.h>
+
 #include <atomic>
 #include <cctype>
 #include <condition_variable>
@@ -112,6 +114,58 @@ class ClientImpl final : public Client {
   }
 
   bool reachable() const override { return reachable_.load(); }
+
+  Result<Opened> open(std::string_view method, std::string_view target,
+                      const std::vector<std::pair<std::string, std::string>>& headers,
+                      std::string_view body) override {
+    {
+      std::lock_guard lock(mu_);
+      if (stopped_) return Status::unavailable("host client stopped");
+    }
+    const auto timeout =
+        std::chrono::duration_cast<std::chrono::milliseconds>(options_.request_timeout);
+    const std::string where = "the host cluster at " + config_.server;
+    uint16_t port = 0;
+    try {
+      port = static_cast<uint16_t>(std::stoi(endpoint_.port));
+    } catch (...) {
+      return Status::invalid("bad port in " + config_.server);
+    }
+    auto tcp = http::dial_tcp(endpoint_.host, port, timeout);
+    if (!tcp.is_ok()) return Status::unavailable(where + " is unreachable: " + tcp.status().message());
+    std::unique_ptr<http::Duplex> conn = std::move(tcp).value();
+    if (endpoint_.tls) {
+      auto tls = http::tls_client(std::move(conn), detail::native_context(*tls_),
+                                  endpoint_.verify_name, timeout);
+      if (!tls.is_ok())
+        return Status::unavailable(where + " is unreachable: " + tls.status().message());
+      conn = std::move(tls).value();
+    }
+    std::vector<std::pair<std::string, std::string>> all = {
+        {"Host", endpoint_.host_header}, {"User-Agent", options_.user_agent}};
+    std::string token = bearer();
+    if (!token.empty()) all.emplace_back("Authorization", "Bearer " + token);
+    bool connection_named = false;
+    for (const auto& h : headers) {
+      connection_named = connection_named || strcasecmp(h.first.c_str(), "Connection") == 0;
+      all.push_back(h);
+    }
+    if (!connection_named) all.emplace_back("Connection", "close");
+    conn->set_deadline(Clock::now() + options_.request_timeout);
+    Status sent = http::write_request(*conn, method, endpoint_.base_path + std::string(target),
+                                      all, body);
+    if (!sent.is_ok()) return Status::unavailable(where + ": sending the request: " + sent.message());
+    auto head = http::read_response_head(*conn);
+    if (!head.is_ok())
+      return Status::unavailable(where + ": reading the answer: " + head.status().message());
+    reachable_ = true;
+    conn->set_deadline(http::Duplex::Clock::time_point::max());
+    Opened out;
+    out.code = head->status;
+    out.headers = std::move(head->headers);
+    out.connection = http::with_prefix(std::move(conn), std::move(head->rest));
+    return out;
+  }
 
  private:
   // One call or watch while it runs: what stop() and a Cancellation end.

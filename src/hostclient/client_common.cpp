@@ -79,6 +79,12 @@ Response Client::call_cancellable(std::string_view method, std::string_view targ
   return call(method, target, body, content_type);
 }
 
+Result<Client::Opened> Client::open(std::string_view, std::string_view,
+                                    const std::vector<std::pair<std::string, std::string>>&,
+                                    std::string_view) {
+  return Status::unavailable("this host client cannot open raw connections");
+}
+
 Response Client::watch_cancellable(std::string_view target, const WatchHandler& handler,
                                    Cancellation& cancel) {
   if (cancel.cancelled()) return detail::failure("cancelled");

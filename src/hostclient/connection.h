@@ -40,6 +40,8 @@ Result<Endpoint> parse_server(const Config& config);
 class TlsContext;
 // kInvalid for unusable CA, certificate or key PEM.
 Result<std::shared_ptr<TlsContext>> make_tls_context(const Config& config);
+// Its OpenSSL context, for connections made outside Asio (Client::open).
+ssl_ctx_st* native_context(TlsContext& tls);
 
 struct WireRequest {
   std::string method;

@@ -36,6 +36,8 @@ Status add_cas(SSL_CTX* ctx, const std::string& pem) {
 
 }  // namespace
 
+ssl_ctx_st* native_context(TlsContext& tls) { return tls.ctx.native_handle(); }
+
 Result<std::shared_ptr<TlsContext>> make_tls_context(const Config& config) {
   std::shared_ptr<TlsContext> tls;
   try {

@@ -13,6 +13,7 @@
 
 #include "sink.h"
 #include "tls.h"
+#include "upgrade.h"
 #include "vkube/common/log.h"
 
 namespace vkube::http::detail {
@@ -315,9 +316,16 @@ void Connection::on_response() {
     response_ = Response{};
     return;
   }
-  if (response_.status < 200 || response_.status > 599) {
+  const bool switching = response_.status == 101 && response_.upgrade;
+  if (!switching && (response_.status < 200 || response_.status > 599)) {
     VKUBE_LOG(error, "http: handler returned an invalid status", {"status", response_.status});
     response_ = status_response(500, "InternalError", "the handler returned an invalid status");
+  }
+  if (response_.upgrade) {
+    if (!head_request_ && !core_.stopping) return begin_upgrade();
+    auto handler = std::move(response_.upgrade);
+    response_ = status_response(503, "ServiceUnavailable", "the server is shutting down");
+    handler(nullptr);
   }
   if (response_.stream) {
     if (!head_request_ && status_allows_body(response_.status) && !core_.stopping) {
@@ -387,6 +395,9 @@ void Connection::shutdown_graceful() {
       return;
     case State::kStreaming:
       return end_stream_for_shutdown();
+    case State::kUpgrading:
+    case State::kUpgraded:
+      return close_now();
     case State::kClosing:
     case State::kClosed:
       return;
@@ -419,6 +430,8 @@ void Connection::on_drained(error_code ec, size_t) {
 void Connection::close_now() {
   if (state_ == State::kClosed) return;
   state_ = State::kClosed;
+  if (channel_) channel_->fail("the connection was closed");
+  channel_.reset();
   if (sink_) sink_->detach();
   stop_stream();
   stream_.reset();

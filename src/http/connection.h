@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -42,6 +43,7 @@ using error_code = boost::system::error_code;
 
 class Connection;
 class SinkImpl;
+class UpgradeChannel;
 
 // A StreamHome for one io_context, which exactly one I/O thread runs: a task
 // posted there runs on the thread of every connection of that io_context,
@@ -130,6 +132,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     kHandling,
     kWriting,
     kStreaming,
+    kUpgrading,  // an upgrade's head is on its way
+    kUpgraded,   // the connection is the handler's (upgrade.cpp)
     kClosing,
     kClosed
   };
@@ -184,6 +188,25 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Calls stream_->stop() once, unless the producer ended the stream itself.
   void stop_stream();
 
+  // upgrade.cpp: a connection handed to its handler after the head.
+ public:
+  // From UpgradeChannel, posted to the strand: the reader made room, the
+  // writer queued bytes or asked to close its direction.
+  void upgrade_resume_read();
+  void upgrade_flush();
+
+ private:
+  void begin_upgrade();
+  void on_upgrade_head(error_code ec, size_t n);
+  // Reads what the socket has into the channel until it would block or the
+  // channel is full.
+  void upgrade_read();
+  void upgrade_wait(bool for_read);
+  void upgrade_finish();
+  enum class IoResult { kData, kBlocked, kWantWrite, kWantRead, kEof, kFailed };
+  IoResult upgrade_recv(char* out, size_t size, size_t* n);
+  IoResult upgrade_send(const char* data, size_t size, size_t* n);
+
   ServerCore& core_;
   net::any_io_executor executor_;  // a strand
   std::shared_ptr<IoHome> home_;
@@ -217,6 +240,20 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::vector<std::string> stream_batch_;
   std::string stream_out_;  // framed chunks (plaintext under TLS) being sent
   size_t stream_out_sent_ = 0;
+
+  // Upgraded (upgrade.cpp).
+  std::function<void(std::shared_ptr<Duplex>)> upgrade_;
+  std::shared_ptr<UpgradeChannel> channel_;  // reset by close_now
+  bool up_read_waiting_ = false;   // an async_wait for the socket is pending for reads
+  bool up_write_waiting_ = false;  // ... for writes
+  bool up_read_paused_ = false;    // the channel is full; the reader resumes us
+  bool up_read_eof_ = false;
+  bool up_read_wants_write_ = false;  // SSL_read needs the socket writable
+  bool up_write_wants_read_ = false;  // SSL_write needs the socket readable
+  bool up_write_shut_ = false;        // our sending direction is closed
+  std::string up_in_;   // read buffer
+  std::string up_out_;  // bytes being sent (the same bytes again after WANT_WRITE)
+  size_t up_out_sent_ = 0;
 };
 
 }  // namespace vkube::http::detail

@@ -5,7 +5,9 @@
 #include <random>
 #include <sstream>
 
+#include "vkube/syncer/pod_proxy.h"
 #include "syncer_impl.h"
+#include "vkube/apiserver/apiserver.h"
 #include "vkube/common/log.h"
 
 namespace vkube::syncer {
@@ -165,6 +167,18 @@ void SyncerImpl::attach(apiserver::ApiServer& tenant, controllers::Informers& in
   t_pvcs = &informers.cache({"core", "persistentvolumeclaims"});
   t_events = &informers.cache({"core", "events"});
   t_serviceaccounts = &informers.cache({"core", "serviceaccounts"});
+  // pods/log, exec, attach and portforward go to the host pod, on a client
+  // of their own: a relay may outlive this syncer's stop.
+  hostclient::Options proxy_options;
+  proxy_options.user_agent = "vkube-tenant/" + o_.tenant;
+  auto proxy_client = hostclient::Client::create(host_->config(), proxy_options);
+  if (proxy_client.is_ok()) {
+    std::shared_ptr<hostclient::Client> shared(std::move(proxy_client).value());
+    tenant.set_pod_connector(make_pod_proxy(names_, o_.host_namespace, std::move(shared)));
+  } else {
+    VKUBE_LOG(error, "syncer: no host client for pod streams",
+              {"error", proxy_client.status().message()});
+  }
 
   informers.on_event({"core", "pods"},
                      [this](const controllers::ObjectEvent& e) { on_tenant_pod(e); });

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "vkube/common/status.h"
+#include "vkube/http/duplex.h"
 
 namespace vkube::hostclient {
 
@@ -119,6 +120,23 @@ class Client {
                                     Cancellation& cancel);
   virtual Response watch_cancellable(std::string_view target, const WatchHandler& handler,
                                      Cancellation& cancel);
+
+  // An exchange whose answer the caller reads itself (a tenant relaying
+  // pods/log, exec, attach and port-forward): sends the request on a
+  // connection of its own, with the client's credentials and `headers`
+  // (Connection: close unless they name one: the connection is never
+  // reused), reads the answer's status line and headers within
+  // options.request_timeout, and hands the connection over, what came after
+  // the head first. Not retried. kUnavailable saying why when the host
+  // cannot be reached.
+  struct Opened {
+    int code = 0;
+    std::vector<std::pair<std::string, std::string>> headers;
+    std::unique_ptr<http::Duplex> connection;
+  };
+  virtual Result<Opened> open(std::string_view method, std::string_view target,
+                              const std::vector<std::pair<std::string, std::string>>& headers,
+                              std::string_view body = {});
 
   // Ends in-flight calls and watches (they return code 0) and makes later
   // calls fail at once. Idempotent.

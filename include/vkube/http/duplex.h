@@ -82,6 +82,10 @@ Result<std::unique_ptr<Duplex>> tls_client(std::unique_ptr<Duplex> tcp, ssl_ctx_
                                            const std::string& server_name,
                                            std::chrono::milliseconds timeout);
 
+// `d` with `already_read` served by read() first: the bytes a head parser
+// read past the head.
+std::unique_ptr<Duplex> with_prefix(std::unique_ptr<Duplex> d, std::string already_read);
+
 // HTTP/1.1 over a Duplex, for the clients that need more than the host
 // client's JSON calls (the tenant's proxy to its host, admission webhooks).
 struct ResponseHead {
