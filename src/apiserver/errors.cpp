@@ -74,6 +74,8 @@ http::Response error_response(const ApiError& e) {
   return json_response(http_code(e.status.code()), status_object(e));
 }
 
+http::Response status_response(const Status& s) { return error_response(ApiError(s)); }
+
 namespace {
 
 json details_for(const api::Resource& r, const std::string& name) {

@@ -46,6 +46,7 @@ int run_create(const Args& args);
 int run_list(const Args& args);
 int run_delete(const Args& args);
 int run_connect(const Args& args);
+int run_workload(const Args& args);
 
 // Blocks SIGINT/SIGTERM in every thread started after it (call first), and
 // ignores SIGPIPE; wait_for_signal() then blocks until one arrives.

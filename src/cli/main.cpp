@@ -27,6 +27,7 @@ const std::vector<Command>& commands() {
       {"version", "Print the vkube version", run_version},
       {"backup", "Copy a store to a backup directory, online", run_backup},
       {"restore", "Restore a store from a backup directory", run_restore},
+      {"workload", "A test container for local pods: log lines, exit codes", run_workload},
   };
   return kCommands;
 }

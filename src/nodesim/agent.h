@@ -43,6 +43,8 @@ class Agent {
   void start(int workers);
   // Shuts the queue and joins the workers. Idempotent.
   void stop();
+  // The local processes it runs; null when no image runs locally.
+  LocalPods* local() { return local_.get(); }
   // Nothing queued or being handled (waiting timers do not count).
   bool idle() { return queue_.idle(); }
 

@@ -233,6 +233,17 @@ LocalPods::~LocalPods() {
   stop_all(std::chrono::seconds(5));
 }
 
+std::string LocalPods::pod_dir(const json& pod) const {
+  return (fs::path(o_.state_dir) / "pods" /
+          (str(pod, {"metadata", "namespace"}) + "_" + str(pod, {"metadata", "name"}) + "_" +
+           str(pod, {"metadata", "uid"})))
+      .string();
+}
+
+std::string LocalPods::log_file(const std::string& pod_dir, const std::string& container) {
+  return pod_dir + "/" + container + ".log";
+}
+
 bool LocalPods::runs(const json& pod) const {
   if (o_.images.empty()) return false;
   for (const json& c : field(field(pod, "spec"), "containers")) {
@@ -263,7 +274,7 @@ Status LocalPods::start(const std::string& key, const json& pod, const std::stri
   const std::string name = str(pod, {"metadata", "name"});
   const std::string uid = str(pod, {"metadata", "uid"});
   const std::string cname = str(*container, {"name"});
-  const fs::path dir = fs::path(o_.state_dir) / "pods" / (ns + "_" + name + "_" + uid);
+  const fs::path dir = pod_dir(pod);
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return Status::unavailable("cannot create " + dir.string() + ": " + ec.message());
@@ -407,10 +418,19 @@ Status LocalPods::start(const std::string& key, const json& pod, const std::stri
   cargv.push_back(nullptr);
   for (auto& e : envp) cenv.push_back(e.data());
   cenv.push_back(nullptr);
-  const std::string log_path = (dir / (cname + ".log")).string();
-  int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (log_fd < 0)
-    return Status::unavailable("cannot open " + log_path + ": " + std::strerror(errno));
+  const std::string log_path = log_file(dir.string(), cname);
+  // The last run's log stays as the previous container's (pods/log with
+  // previous=true); older ones go.
+  if (fs::exists(log_path, ec) && fs::file_size(log_path, ec) > 0)
+    fs::rename(log_path, log_path + ".previous", ec);
+  int out_pipe[2], err_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0)
+    return Status::unavailable(std::string("pipe: ") + std::strerror(errno));
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    ::close(out_pipe[0]);
+    ::close(out_pipe[1]);
+    return Status::unavailable(std::string("pipe: ") + std::strerror(errno));
+  }
   int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   const std::string cwd = dir.string();
   const char* binary = o_.binary.c_str();
@@ -432,15 +452,23 @@ Status LocalPods::start(const std::string& key, const json& pod, const std::stri
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
     ::signal(SIGPIPE, SIG_DFL);
     if (null_fd >= 0) ::dup2(null_fd, 0);
-    ::dup2(log_fd, 1);
-    ::dup2(log_fd, 2);
+    ::dup2(out_pipe[1], 1);
+    ::dup2(err_pipe[1], 2);
     if (::chdir(cwd.c_str()) != 0) ::_exit(127);
     ::execve(binary, cargv.data(), cenv.data());
     ::_exit(127);
   }
-  ::close(log_fd);
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
   if (null_fd >= 0) ::close(null_fd);
-  if (pid < 0) return Status::unavailable(std::string("fork: ") + std::strerror(errno));
+  if (pid < 0) {
+    ::close(out_pipe[0]);
+    ::close(err_pipe[0]);
+    return Status::unavailable(std::string("fork: ") + std::strerror(errno));
+  }
+  if (Status s = logs_.add(out_pipe[0], err_pipe[0], log_path); !s.is_ok())
+    VKUBE_LOG(warn, "simulated kubelet: a local pod's log is lost", {"pod", key},
+              {"error", s.message()});
   Proc& p = procs_[key];
   p = Proc{};
   p.pid = pid;

@@ -19,7 +19,9 @@
 //   - its environment: env and envFrom as the kubelet resolves them (values,
 //     the downward API's fields, ConfigMap and Secret keys), with $(VAR)
 //     expanded in args.
-// Output goes to DIR/pods/<namespace>_<name>_<uid>/<container>.log.
+// Output goes to DIR/pods/<namespace>_<name>_<uid>/<container>.log in the
+// CRI log format (log_writer.h); the run before keeps its log as
+// <container>.log.previous.
 // Readiness is the readinessProbe's port accepting connections.
 #pragma once
 
@@ -35,6 +37,7 @@
 #include <vector>
 
 #include "client.h"
+#include "log_writer.h"
 
 namespace vkube::nodesim {
 
@@ -75,6 +78,10 @@ class LocalPods {
 
   // Whether `pod` runs here: one of its containers uses a local image.
   bool runs(const json& pod) const;
+  // The folder of `pod` (its working directory, volumes and logs), and the
+  // log file of one of its containers there.
+  std::string pod_dir(const json& pod) const;
+  static std::string log_file(const std::string& pod_dir, const std::string& container);
   // Starts the pod's process unless it runs. `ip` is its loopback address.
   // kUnavailable: not possible yet, but soon may be (a claim not bound yet,
   // its service account not created yet): worth trying again quickly.
@@ -110,6 +117,7 @@ class LocalPods {
   int live_ = 0;
   bool stopping_ = false;
   std::thread reaper_;
+  LogWriter logs_;  // last: its thread may still write while the rest goes
 };
 
 }  // namespace vkube::nodesim

@@ -10,6 +10,7 @@
 #include "client.h"
 #include "heartbeat.h"
 #include "nodes.h"
+#include "pod_connector.h"
 #include "vkube/common/log.h"
 #include "volumes.h"
 
@@ -42,10 +43,33 @@ LocalOptions local_options(const Options& o) {
   return l;
 }
 
+// The node agent as pods/log and the streams see it; after stop() no pod
+// runs locally.
+NodePods node_pods(std::shared_ptr<Gate> gate) {
+  NodePods p;
+  p.runs_locally = [gate](const json& pod) {
+    std::shared_lock lock(gate->mu);
+    return gate->agent && gate->agent->local() && gate->agent->local()->runs(pod);
+  };
+  p.pod_dir = [gate](const json& pod) {
+    std::shared_lock lock(gate->mu);
+    return gate->agent && gate->agent->local() ? gate->agent->local()->pod_dir(pod)
+                                               : std::string();
+  };
+  p.running = [gate](const std::string& key) {
+    std::shared_lock lock(gate->mu);
+    if (!gate->agent || !gate->agent->local()) return false;
+    auto st = gate->agent->local()->state(key);
+    return st == LocalPods::State::kStarting || st == LocalPods::State::kReady;
+  };
+  return p;
+}
+
 class SimulatorImpl final : public Simulator {
  public:
   SimulatorImpl(apiserver::ApiServer& api, controllers::Informers& informers, Options options)
-      : options_(std::move(options)),
+      : api_(api),
+        options_(std::move(options)),
         client_(make_client(api)),
         pool_(kWriteThreads),
         informers_(informers),
@@ -92,6 +116,7 @@ class SimulatorImpl final : public Simulator {
       provisioner_->start(kProvisionerWorkers);
     }
     agent_.start(options_.workers);
+    api_.set_pod_connector(make_pod_connector(node_pods(gate_)));
     std::vector<std::string> names;
     names.reserve(options_.nodes.size());
     for (const gpu::NodeSpec& n : options_.nodes) names.push_back(n.name);
@@ -132,6 +157,7 @@ class SimulatorImpl final : public Simulator {
   }
 
  private:
+  apiserver::ApiServer& api_;
   Options options_;
   Client client_;
   controllers::WritePool pool_;

@@ -46,6 +46,9 @@ class PodConnector {
   virtual http::Response connect(const PodRequest& pod, http::Request& req) = 0;
 };
 
+// `s` as kube's Status answer (code, reason and message), for connectors.
+http::Response status_response(const Status& s);
+
 struct Options {
   storage::Backend* backend = nullptr;  // not owned; outlives the server
   // Static bearer tokens: token -> user (see load_token_file). Every
