@@ -3,8 +3,10 @@
 //   authorization.k8s.io/v1 SelfSubjectRulesReview    (kubectl auth can-i --list)
 //   authorization.k8s.io/v1 SubjectAccessReview, LocalSubjectAccessReview
 //   authentication.k8s.io/v1 SelfSubjectReview        (kubectl auth whoami)
+//   authentication.k8s.io/v1 TokenReview              (a bearer token's user)
 #include "authz.h"
 #include "object.h"
+#include "sa_token.h"
 #include "server_impl.h"
 
 namespace vkube::apiserver {
@@ -138,6 +140,41 @@ std::optional<ApiError> access_review_status(Context& c, const json& obj, json* 
   return std::nullopt;
 }
 
+// kube's TokenReview: the user a bearer token (spec.token) authenticates as,
+// for spec.audiences (default: this server's). Static tokens are not bound
+// to an audience: they hold for requests that include this server's.
+std::optional<ApiError> token_review_status(Context& c, const json& obj, json* status) {
+  const json spec = obj.value("spec", json::object());
+  const std::string token = str(spec, "token");
+  if (token.empty()) return bad_request("token is required for TokenReview in authentication");
+  const std::string own(kServiceAccountIssuer);
+  std::vector<std::string> wanted = strings(spec, "audiences");
+  if (wanted.empty()) wanted.push_back(own);
+  const Options& options = c.server.options();
+  *status = {{"authenticated", false}, {"user", json::object()}};
+  if (auto it = options.tokens.find(token); it != options.tokens.end()) {
+    if (std::find(wanted.begin(), wanted.end(), own) == wanted.end()) {
+      (*status)["error"] = "[invalid bearer token, token audiences is invalid for the target audiences]";
+      return std::nullopt;
+    }
+    UserInfo u = it->second;
+    u.groups.emplace_back("system:authenticated");
+    *status = {{"authenticated", true}, {"user", user_info(u)}, {"audiences", {own}}};
+    return std::nullopt;
+  }
+  std::string why;
+  auto sa = verify_service_account_token(options, token, wanted, &why);
+  if (!sa) {
+    (*status)["error"] = "[invalid bearer token, " + why + "]";
+    return std::nullopt;
+  }
+  sa->user.groups.emplace_back("system:authenticated");
+  json user = user_info(sa->user);
+  if (!sa->extra.empty()) user["extra"] = sa->extra;
+  *status = {{"authenticated", true}, {"user", std::move(user)}, {"audiences", sa->audiences}};
+  return std::nullopt;
+}
+
 }  // namespace
 
 http::Response handle_review(Context& c) {
@@ -152,6 +189,8 @@ http::Response handle_review(Context& c) {
   json status;
   if (kind == "SelfSubjectReview") {
     status = {{"userInfo", user_info(c.user)}};
+  } else if (kind == "TokenReview") {
+    if (auto err = token_review_status(c, obj, &status)) return error_response(*err);
   } else if (kind == "SelfSubjectRulesReview") {
     status = rules_status(c, obj.value("spec", json::object()));
   } else if (auto err = access_review_status(c, obj, &status)) {

@@ -1,9 +1,5 @@
 #include "sa_token.h"
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-
 #include <algorithm>
 
 #include "codec.h"
@@ -23,14 +19,6 @@ constexpr int64_t kMaxExpirationSeconds = int64_t{1} << 32;
 constexpr int64_t kDefaultExpirationSeconds = 3600;
 // A bound object deleted less than this long ago still validates (kube's leeway).
 constexpr int64_t kLeewaySeconds = 60;
-
-std::string hmac(const std::string& key, std::string_view data) {
-  unsigned char out[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-       reinterpret_cast<const unsigned char*>(data.data()), data.size(), out, &len);
-  return std::string(reinterpret_cast<const char*>(out), len);
-}
 
 std::string b64url(std::string_view s) {
   return base64_encode(s, /*url_safe=*/true, /*pad=*/false);
@@ -66,20 +54,13 @@ bool claim_holds(storage::Backend& backend, std::string_view plural, const std::
   return at && *at >= now - kLeewaySeconds;
 }
 
-bool has_audience(const json& aud, std::string_view want) {
-  if (aud.is_string()) return aud.get<std::string>() == want;
-  if (!aud.is_array()) return false;
-  return std::any_of(aud.begin(), aud.end(),
-                     [&](const json& a) { return a.is_string() && a.get<std::string>() == want; });
-}
-
 }  // namespace
 
-std::string issue_service_account_token(const std::string& key, const std::string& ns,
+std::string issue_service_account_token(const SigningKey& key, const std::string& ns,
                                         const std::string& name, const std::string& uid,
                                         const std::vector<std::string>& audiences, int64_t now,
                                         int64_t seconds, const json& bound) {
-  json header = {{"alg", "HS256"}, {"typ", "JWT"}};
+  json header = {{"alg", key.alg()}, {"kid", key.kid()}};
   json k8s = {{"namespace", ns}, {"serviceaccount", {{"name", name}, {"uid", uid}}}};
   if (bound.is_object())
     for (const auto& [k, v] : bound.items()) k8s[k] = v;
@@ -92,41 +73,102 @@ std::string issue_service_account_token(const std::string& key, const std::strin
                  {"jti", new_uid()},
                  {"kubernetes.io", std::move(k8s)}};
   std::string signing = b64url(header.dump()) + "." + b64url(claims.dump());
-  return signing + "." + b64url(hmac(key, signing));
+  return signing + "." + b64url(key.sign(signing));
 }
 
-std::optional<UserInfo> authenticate_service_account_token(const Options& options,
-                                                           const std::string& token) {
-  const std::string& key = options.service_account_key;
-  if (key.empty()) return std::nullopt;
+namespace {
+
+// The claims of a token whose JWS header names this key (alg and kid) and
+// whose signature holds; nullopt otherwise, with the reason in *why.
+std::optional<json> verified_claims(const SigningKey& key, const std::string& token,
+                                    std::string* why) {
   size_t a = token.find('.');
   size_t b = a == std::string::npos ? a : token.find('.', a + 1);
-  if (b == std::string::npos) return std::nullopt;
-  std::string_view signing(token.data(), b);
-  auto sig = base64_decode(token.substr(b + 1));  // either alphabet, unpadded too
-  std::string want = hmac(key, signing);
-  if (!sig || sig->size() != want.size() ||
-      CRYPTO_memcmp(sig->data(), want.data(), want.size()) != 0)
+  if (b == std::string::npos || token.find('.', b + 1) != std::string::npos) {
+    *why = "not a compact JWS";
     return std::nullopt;
-  auto payload = base64_decode(token.substr(a + 1, b - a - 1));
-  if (!payload) return std::nullopt;
-  json claims = json::parse(*payload, nullptr, false);
-  if (!claims.is_object() || !claims.contains("exp") || !claims["exp"].is_number_integer())
+  }
+  auto header_text = base64_decode(std::string_view(token).substr(0, a));
+  json header = header_text ? json::parse(*header_text, nullptr, false) : json();
+  if (!header.is_object() || header.value("alg", "") != key.alg()) {
+    *why = "unexpected signing algorithm";
     return std::nullopt;
+  }
+  if (header.contains("kid") && header["kid"] != key.kid()) {
+    *why = "unknown key id";
+    return std::nullopt;
+  }
+  auto sig = base64_decode(std::string_view(token).substr(b + 1));  // either alphabet
+  if (!sig || !key.verify(std::string_view(token.data(), b), *sig)) {
+    *why = "invalid signature";
+    return std::nullopt;
+  }
+  auto payload = base64_decode(std::string_view(token).substr(a + 1, b - a - 1));
+  json claims = payload ? json::parse(*payload, nullptr, false) : json();
+  if (!claims.is_object()) {
+    *why = "malformed claims";
+    return std::nullopt;
+  }
+  return claims;
+}
+
+std::vector<std::string> audiences_of(const json& aud) {
+  std::vector<std::string> out;
+  if (aud.is_string()) out.push_back(aud.get<std::string>());
+  if (aud.is_array())
+    for (const json& a : aud)
+      if (a.is_string()) out.push_back(a.get<std::string>());
+  return out;
+}
+
+}  // namespace
+
+std::optional<ServiceAccountToken> verify_service_account_token(
+    const Options& options, const std::string& token, const std::vector<std::string>& audiences,
+    std::string* why) {
+  std::string ignored;
+  if (why == nullptr) why = &ignored;
+  auto key = SigningKey::cached(options.service_account_key);
+  if (!key) {
+    *why = "service account tokens are not enabled";
+    return std::nullopt;
+  }
+  auto verified = verified_claims(*key, token, why);
+  if (!verified) return std::nullopt;
+  const json& claims = *verified;
+  if (claims.value("iss", "") != kServiceAccountIssuer) {
+    *why = "unexpected issuer";
+    return std::nullopt;
+  }
   const int64_t now = now_unix();
-  if (claims["exp"].get<int64_t>() <= now) return std::nullopt;
-  if (claims.contains("nbf") && claims["nbf"].is_number_integer() &&
-      claims["nbf"].get<int64_t>() > now + kLeewaySeconds)
+  if (!claims.contains("exp") || !claims["exp"].is_number_integer() ||
+      claims["exp"].get<int64_t>() <= now) {
+    *why = "service account token has expired";
     return std::nullopt;
-  if (claims.value("iss", "") != kServiceAccountIssuer) return std::nullopt;
-  if (!has_audience(claims.value("aud", json()), kServiceAccountIssuer)) return std::nullopt;
+  }
+  if (claims.contains("nbf") && claims["nbf"].is_number_integer() &&
+      claims["nbf"].get<int64_t>() > now + kLeewaySeconds) {
+    *why = "service account token is not valid yet";
+    return std::nullopt;
+  }
+  ServiceAccountToken out;
+  for (const std::string& a : audiences_of(claims.value("aud", json())))
+    if (std::find(audiences.begin(), audiences.end(), a) != audiences.end())
+      out.audiences.push_back(a);
+  if (out.audiences.empty()) {
+    *why = "token audiences is invalid for the target audiences";
+    return std::nullopt;
+  }
   const json& k8s = claims.value("kubernetes.io", json::object());
-  if (!k8s.is_object()) return std::nullopt;
-  std::string ns = k8s.value("namespace", "");
-  const json sa = k8s.value("serviceaccount", json::object());
-  if (ns.empty() || !sa.is_object() || sa.value("name", "").empty()) return std::nullopt;
+  std::string ns = k8s.is_object() ? k8s.value("namespace", "") : "";
+  const json sa = k8s.is_object() ? k8s.value("serviceaccount", json::object()) : json();
+  if (ns.empty() || !sa.is_object() || sa.value("name", "").empty()) {
+    *why = "service account token claims are incomplete";
+    return std::nullopt;
+  }
   // What the token is bound to must still be there: the account (a
   // recreated one has another uid), and the pod, secret or node it names.
+  *why = "service account token has been invalidated";
   if (options.backend == nullptr) return std::nullopt;
   storage::Backend& backend = *options.backend;
   if (!claim_holds(backend, "serviceaccounts", ns, sa, now)) return std::nullopt;
@@ -137,10 +179,31 @@ std::optional<UserInfo> authenticate_service_account_token(const Options& option
   }
   if (k8s.contains("secret") && !claim_holds(backend, "secrets", ns, k8s["secret"], now))
     return std::nullopt;
+  why->clear();
   const std::string name = sa.value("name", "");
-  return UserInfo{"system:serviceaccount:" + ns + ":" + name,
-                  {"system:serviceaccounts", "system:serviceaccounts:" + ns},
-                  sa.value("uid", "")};
+  out.user = UserInfo{"system:serviceaccount:" + ns + ":" + name,
+                      {"system:serviceaccounts", "system:serviceaccounts:" + ns},
+                      sa.value("uid", "")};
+  // kube's extra: the credential id and what the token is bound to.
+  if (claims.contains("jti") && claims["jti"].is_string())
+    out.extra["authentication.kubernetes.io/credential-id"] = {"JTI=" +
+                                                               claims["jti"].get<std::string>()};
+  for (const char* bound : {"pod", "node"}) {
+    if (!k8s.contains(bound) || !k8s[bound].is_object()) continue;
+    const json& ref = k8s[bound];
+    const std::string prefix = std::string("authentication.kubernetes.io/") + bound;
+    if (!ref.value("name", "").empty()) out.extra[prefix + "-name"] = {ref.value("name", "")};
+    if (!ref.value("uid", "").empty()) out.extra[prefix + "-uid"] = {ref.value("uid", "")};
+  }
+  return out;
+}
+
+std::optional<UserInfo> authenticate_service_account_token(const Options& options,
+                                                           const std::string& token) {
+  if (options.service_account_key.empty()) return std::nullopt;
+  auto verified = verify_service_account_token(options, token, {std::string(kServiceAccountIssuer)});
+  if (!verified) return std::nullopt;
+  return std::move(verified->user);
 }
 
 namespace {
@@ -199,7 +262,8 @@ std::optional<ApiError> bound_claims(Context& c, const json& ref, json* claims) 
 
 // POST /api/v1/namespaces/<ns>/serviceaccounts/<name>/token
 http::Response handle_token_request(Context& c) {
-  if (c.server.options().service_account_key.empty())
+  auto key = SigningKey::cached(c.server.options().service_account_key);
+  if (!key)
     return error_response(
         Status::not_found("service account tokens are not enabled on this server"));
   auto sa = read_object(c, c.info.name);
@@ -240,7 +304,7 @@ http::Response handle_token_request(Context& c) {
   const int64_t now = now_unix();
   std::string uid = str_at(*sa, "metadata", "uid");
   std::string token =
-      issue_service_account_token(c.server.options().service_account_key, c.info.namespace_,
+      issue_service_account_token(*key, c.info.namespace_,
                                   c.info.name, uid, audiences, now, seconds, bound);
   json out = {
       {"kind", "TokenRequest"},

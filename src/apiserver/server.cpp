@@ -264,6 +264,7 @@ http::Response Server::route(http::Request& req, const RequestInfo& info, const 
     if (path == "/api" || path == "/apis" || path.starts_with("/api/") || path.starts_with("/apis/"))
       return handle_discovery(*this, req, info);
     if (path.starts_with("/openapi/")) return handle_openapi(*this, req);
+    if (is_oidc_path(path)) return handle_oidc(*this, path);
     if (path == "/") {
       json paths = json::array({"/api", "/api/v1", "/apis", "/healthz", "/livez", "/metrics",
                                 "/openapi/v3", "/readyz", "/version"});

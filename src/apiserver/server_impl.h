@@ -145,6 +145,11 @@ http::Response handle_review(Context& c);
 // Non-resource endpoints.
 http::Response handle_discovery(Server& s, const http::Request& req, const RequestInfo& info);
 http::Response handle_openapi(Server& s, const http::Request& req);
+// Service-account issuer discovery (oidc.cpp).
+inline constexpr std::string_view kOidcConfigurationPath = "/.well-known/openid-configuration";
+inline constexpr std::string_view kJwksPath = "/openid/v1/jwks";
+bool is_oidc_path(std::string_view path);
+http::Response handle_oidc(Server& s, std::string_view path);
 
 // Shared steps of the write handlers (write_common.cpp).
 // Parses a JSON object body; fills apiVersion/kind when absent (the Python

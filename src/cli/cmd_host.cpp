@@ -108,6 +108,8 @@ int run_host(const Args& args) {
       flags.add_string("name", "vkube-host", "cluster name (kubeconfig cluster and context)");
   std::string& token_file =
       flags.add_string("token-auth-file", "", "static bearer tokens (as kube-apiserver)");
+  std::string& sa_alg = flags.add_string("service-account-signing-alg", "ES256",
+                                         "JWS algorithm of service-account tokens: ES256 or RS256");
   std::string& policy_name = flags.add_string(
       "policy", "binpack", "GPU placement: binpack, spread or fragmentation (FGD, ATC '23)");
   std::string& scheduler_names =
@@ -156,6 +158,7 @@ int run_host(const Args& args) {
   o.listen = listen;
   o.name = name;
   o.token_auth_file = token_file;
+  o.service_account_signing_alg = sa_alg;
   o.sync = durable;
   o.pod_security = "privileged";  // the host runs what its operators and the syncer put there
   o.tls_sans = split_list(sans);

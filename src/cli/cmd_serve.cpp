@@ -56,6 +56,9 @@ int run_serve(const Args& args) {
   std::string& token_file = flags.add_string(
       "token-auth-file", "",
       "static bearer tokens, one user a line: token,user,uid,\"group1,group2\" (as kube-apiserver)");
+  std::string& sa_alg = flags.add_string(
+      "service-account-signing-alg", "ES256",
+      "JWS algorithm of service-account tokens: ES256 (ECDSA P-256) or RS256 (RSA 2048)");
   std::string& pod_security = flags.add_string(
       "pod-security", "baseline",
       "Pod Security level of namespaces without the pod-security.kubernetes.io/enforce label: "
@@ -79,6 +82,7 @@ int run_serve(const Args& args) {
   o.listen = listen;
   o.name = name;
   o.token_auth_file = token_file;
+  o.service_account_signing_alg = sa_alg;
   o.pod_security = pod_security;
   o.gpu_quota = gpu_quota;
   o.tls_sans = split_list(sans);

@@ -22,23 +22,6 @@
 namespace vkube::cli {
 
 namespace {
-// The key service-account tokens are signed with: created once (0600), read
-// on every later start so tokens survive restarts.
-Result<std::string> service_account_key(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (in) {
-    std::string key((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (key.size() >= 32) return key;
-  }
-  std::string key = pki::random_token(48);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return Status::unavailable("cannot write " + path);
-  out << key;
-  out.close();
-  std::filesystem::permissions(path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
-  return key;
-}
-
 // Milliseconds since the tenant began to start (the start-up timeline at
 // --log-level debug).
 double since_start_ms() {
@@ -134,7 +117,7 @@ class TenantImpl final : public Tenant {
     auto gpu_quota = gpu::parse_gpu_quota(o.gpu_quota);
     if (!gpu_quota.is_ok()) return gpu_quota.status();
     ao.gpu_quota = std::move(gpu_quota).value();
-    auto sa_key = service_account_key(o.data_dir + "/pki/service-account.key");
+    auto sa_key = pki::ensure_service_account_key(o.data_dir, o.service_account_signing_alg);
     if (!sa_key.is_ok()) return sa_key.status();
     ao.service_account_key = std::move(sa_key).value();
     if (!o.token_auth_file.empty()) {

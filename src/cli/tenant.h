@@ -42,6 +42,9 @@ struct TenantOptions {
   // kube-apiserver's static token file (token,user,uid,"group1,group2");
   // empty: only the admin certificate authenticates.
   std::string token_auth_file;
+  // JWS algorithm of service-account tokens: "ES256" (P-256) or "RS256";
+  // the key is DATA_DIR/pki/service-account-<alg>.key, made on first start.
+  std::string service_account_signing_alg = "ES256";
   // Pod Security level of namespaces without the enforce label: tenants are
   // "baseline" (no privileged pods reach the shared host); the host itself
   // runs what its operators deploy.

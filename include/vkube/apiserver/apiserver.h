@@ -54,8 +54,10 @@ struct Options {
   // Static bearer tokens: token -> user (see load_token_file). Every
   // authenticated user is also in the group system:authenticated.
   std::map<std::string, UserInfo> tokens;
-  // The key service-account tokens are signed with (`kubectl create
-  // token`); empty: the token subresource answers 404.
+  // The PEM private key (EC P-256: ES256, RSA: RS256) service-account tokens
+  // are signed with (`kubectl create token`) and /openid/v1/jwks publishes;
+  // empty or not such a key: the token subresource and the discovery
+  // endpoints answer 404 and no service-account token authenticates.
   std::string service_account_key;
   // Accept requests without credentials as system:anonymous (tests only).
   bool allow_anonymous = false;

@@ -75,6 +75,15 @@ Status write_kubeconfig(const std::string& path, const std::string& name,
                         const std::string& server_url, const std::string& ca_pem,
                         const KeyPair& client);
 
+// The key service-account tokens are signed with, as PKCS#8 PEM, for JWS
+// algorithm `alg`: "ES256" (ECDSA P-256) or "RS256" (RSA 2048). Read from
+// dir/pki/service-account-es256.key or -rs256.key, made there (0600, durable)
+// when absent, so one data directory keeps one key per algorithm and tokens
+// survive restarts. kInvalid for another alg; kCorruption when the file is not
+// a private key of that type; kInternal on I/O or OpenSSL failures. Callers on
+// one dir are serialised by dir/pki/.lock.
+Result<std::string> ensure_service_account_key(const std::string& dir, const std::string& alg);
+
 // `bytes` random bytes from OpenSSL's CSPRNG as unpadded URL-safe base64,
 // e.g. for bearer tokens (32 bytes give 43 characters). Aborts the process if
 // the CSPRNG fails, since no weaker token may ever be handed out.

@@ -130,6 +130,8 @@ std::vector<Kind> build() {
        true, {}, {}, false, false, false, NameRule::kSubdomain, {}, false, {"create"}, "", true},
       {"authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews", false, {}, {},
        false, false, false, NameRule::kSubdomain, {}, false, {"create"}, "", true},
+      {"authentication.k8s.io", "v1", "TokenReview", "tokenreviews", false, {}, {}, false, false,
+       false, NameRule::kSubdomain, {}, false, {"create"}, "", true},
       // apiextensions.k8s.io/v1 (stored and listed; serving custom kinds comes later)
       {"apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",
        false, {"crd", "crds"}, {"api-extensions"}, true, false, true, NameRule::kSubdomain, {},

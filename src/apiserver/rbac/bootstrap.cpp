@@ -139,6 +139,14 @@ std::vector<json> bootstrap_cluster_roles() {
       cluster_role("system:public-info-viewer",
                    json::array({url_rule(
                        {"get"}, {"/healthz", "/livez", "/readyz", "/version", "/version/"})})),
+      cluster_role("system:auth-delegator",
+                   json::array({rule({"create"}, {"authentication.k8s.io"}, {"tokenreviews"}),
+                                rule({"create"}, {"authorization.k8s.io"},
+                                     {"subjectaccessreviews"})})),
+      cluster_role("system:service-account-issuer-discovery",
+                   json::array({url_rule({"get"}, {"/.well-known/openid-configuration",
+                                                   "/.well-known/openid-configuration/",
+                                                   "/openid/v1/jwks", "/openid/v1/jwks/"})})),
       cluster_role(
           "system:basic-user",
           json::array({rule({"create"}, {"authorization.k8s.io"},
@@ -166,6 +174,8 @@ std::vector<json> bootstrap_cluster_role_bindings() {
   return {
       binding("cluster-admin", "cluster-admin", {std::string(kMastersGroup)}),
       binding("system:discovery", "system:discovery", {std::string(kAuthenticatedGroup)}),
+      binding("system:service-account-issuer-discovery",
+              "system:service-account-issuer-discovery", {"system:serviceaccounts"}),
       binding("system:basic-user", "system:basic-user", {std::string(kAuthenticatedGroup)}),
       binding("system:public-info-viewer", "system:public-info-viewer",
               {std::string(kAuthenticatedGroup), std::string(kUnauthenticatedGroup)}),

@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "support/control_plane.h"
+#include "support/sa_key.h"
 #include "vkube/common/base64.h"
 
 namespace vkube::controllers {
@@ -70,7 +71,7 @@ TEST_CASE("every namespace gets kube-root-ca.crt, restored when deleted or chang
 struct TokenServer {
   ApiServerOverStore server{[] {
     apiserver::Options o;
-    o.service_account_key = "test-signing-key-0123456789abcdef";
+    o.service_account_key = testing::service_account_key();
     return o;
   }()};
 
