@@ -203,6 +203,48 @@ void default_endpoint_slice(json& obj) {
   }
 }
 
+// admissionregistration/v1 SetDefaults_*: rules' scope "*", empty selectors.
+void default_match_resources(json& m) {
+  set_default(m, "matchPolicy", "Equivalent");
+  set_default(m, "namespaceSelector", json::object());
+  set_default(m, "objectSelector", json::object());
+  for (const char* list : {"resourceRules", "excludeResourceRules"}) {
+    if (json* rules = get_array(m, list))
+      for (json& r : *rules)
+        if (r.is_object()) set_default(r, "scope", "*");
+  }
+}
+
+void default_admission(const std::string& kind, json& obj) {
+  if (kind == "MutatingWebhookConfiguration" || kind == "ValidatingWebhookConfiguration") {
+    json* hooks = get_array(obj, "webhooks");
+    if (hooks == nullptr) return;
+    for (json& h : *hooks) {
+      if (!h.is_object()) continue;
+      set_default(h, "failurePolicy", "Fail");
+      set_default(h, "matchPolicy", "Equivalent");
+      set_default(h, "namespaceSelector", json::object());
+      set_default(h, "objectSelector", json::object());
+      set_default(h, "timeoutSeconds", 10);
+      if (kind == "MutatingWebhookConfiguration") set_default(h, "reinvocationPolicy", "Never");
+      if (json* cc = get_object(h, "clientConfig"))
+        if (json* svc = get_object(*cc, "service")) set_default(*svc, "port", 443);
+      if (json* rules = get_array(h, "rules"))
+        for (json& r : *rules)
+          if (r.is_object()) set_default(r, "scope", "*");
+    }
+    return;
+  }
+  json* spec = ensure_object(obj, "spec");
+  if (spec == nullptr) return;
+  if (kind == "ValidatingAdmissionPolicy") {
+    set_default(*spec, "failurePolicy", "Fail");
+    if (json* m = get_object(*spec, "matchConstraints")) default_match_resources(*m);
+  } else if (kind == "ValidatingAdmissionPolicyBinding") {
+    if (json* m = get_object(*spec, "matchResources")) default_match_resources(*m);
+  }
+}
+
 void default_core(const std::string& kind, json& obj) {
   if (kind == "Pod") default_pod(obj);
   if (kind == "PodTemplate") default_pod_template(obj, "template");
@@ -237,6 +279,8 @@ void apply_defaults(const api::Resource& r, json& obj) {
     if (kind == "NetworkPolicy") default_network_policy(obj);
   } else if (g == kRbacGroup) {
     if (kind == "RoleBinding" || kind == "ClusterRoleBinding") default_binding(obj);
+  } else if (g == "admissionregistration.k8s.io") {
+    default_admission(kind, obj);
   } else if (g == "scheduling.k8s.io") {
     set_default(obj, "preemptionPolicy", "PreemptLowerPriority");
   } else if (g == "storage.k8s.io") {

@@ -102,6 +102,15 @@ std::vector<Kind> build() {
       {"storage.k8s.io", "v1", "VolumeAttachment", "volumeattachments", false, {}, {}, true},
       // scheduling.k8s.io/v1
       {"scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", false, {"pc"}},
+      // admissionregistration.k8s.io/v1
+      {"admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration",
+       "mutatingwebhookconfigurations", false, {}, {"api-extensions"}, false, false, true},
+      {"admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration",
+       "validatingwebhookconfigurations", false, {}, {"api-extensions"}, false, false, true},
+      {"admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicy",
+       "validatingadmissionpolicies", false, {}, {"api-extensions"}, true, false, true},
+      {"admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicyBinding",
+       "validatingadmissionpolicybindings", false, {}, {"api-extensions"}, false, false, true},
       // coordination.k8s.io/v1
       {"coordination.k8s.io", "v1", "Lease", "leases", true},
       // discovery.k8s.io/v1

@@ -166,6 +166,30 @@ json priorityclass_cells(const json& pc, int64_t now) {
                       str(pc, {"preemptionPolicy"})});
 }
 
+// --- admissionregistration -----------------------------------------------------
+
+json webhook_configuration_cells(const json& c, int64_t now) {
+  return json::array({str(c, {"metadata", "name"}),
+                      static_cast<int64_t>(array(c, {"webhooks"}).size()), age(c, now)});
+}
+
+json admission_policy_cells(const json& p, int64_t now) {
+  const std::string group = str(p, {"spec", "paramKind", "apiVersion"});
+  const std::string kind = str(p, {"spec", "paramKind", "kind"});
+  return json::array({str(p, {"metadata", "name"}),
+                      static_cast<int64_t>(array(p, {"spec", "validations"}).size()),
+                      kind.empty() ? std::string("<unset>") : group + "/" + kind, age(p, now)});
+}
+
+json admission_policy_binding_cells(const json& b, int64_t now) {
+  std::string ref = str(b, {"spec", "paramRef", "name"});
+  const std::string ns = str(b, {"spec", "paramRef", "namespace"});
+  if (!ref.empty() && !ns.empty()) ref = ns + "/" + ref;
+  if (ref.empty()) ref = "<unset>";
+  return json::array({str(b, {"metadata", "name"}), str(b, {"spec", "policyName"}), ref,
+                      age(b, now)});
+}
+
 json lease_cells(const json& l, int64_t now) {
   return json::array(
       {str(l, {"metadata", "name"}), str(l, {"spec", "holderIdentity"}), age(l, now)});
@@ -232,6 +256,18 @@ void add_cluster_printers(PrinterMap& m) {
        column("Global-Default", "boolean", "Whether the class is the default."), age_column(),
        column("PreemptionPolicy", "string", "Whether pods of the class preempt others.")},
       priorityclass_cells};
+  for (const char* r : {"mutatingwebhookconfigurations", "validatingwebhookconfigurations"})
+    m[std::string("admissionregistration.k8s.io/") + r] = {
+        {name_column(), column("Webhooks", "integer", "The number of webhooks."), age_column()},
+        webhook_configuration_cells};
+  m["admissionregistration.k8s.io/validatingadmissionpolicies"] = {
+      {name_column(), column("Validations", "integer", "The number of validations."),
+       column("ParamKind", "string", "The kind of the policy's parameters."), age_column()},
+      admission_policy_cells};
+  m["admissionregistration.k8s.io/validatingadmissionpolicybindings"] = {
+      {name_column(), column("PolicyName", "string", "The policy bound."),
+       column("ParamRef", "string", "The parameters' object."), age_column()},
+      admission_policy_binding_cells};
   m["coordination.k8s.io/leases"] = {
       {name_column(), column("Holder", "string", "Identity of the lease holder."), age_column()},
       lease_cells};

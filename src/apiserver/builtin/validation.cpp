@@ -1,5 +1,6 @@
 // validate: the kind-specific part of kube-apiserver 1.32's validation for
 // the built-in kinds. Objects arrive defaulted (apply_defaults), as in kube.
+#include <algorithm>
 #include <string>
 
 #include "kind_util.h"
@@ -92,6 +93,63 @@ void validate_lease(const json& obj, FieldErrors& errs) {
   nonnegative(errs, spec, "leaseTransitions", "spec");
 }
 
+void one_of(FieldErrors& errs, const json& obj, const char* k, const std::string& path,
+            const std::vector<std::string>& allowed) {
+  std::string v = get_string(obj, k);
+  if (!v.empty() && std::find(allowed.begin(), allowed.end(), v) == allowed.end())
+    not_supported(errs, child(path, k), v, allowed);
+}
+
+// admissionregistration/v1 ValidateMutating/ValidatingWebhookConfiguration, reduced to the
+// fields a client gets wrong.
+void validate_webhooks(const json& obj, bool mutating, FieldErrors& errs) {
+  const json* hooks = get_array(obj, "webhooks");
+  if (hooks == nullptr) return;
+  for (size_t i = 0; i < hooks->size(); ++i) {
+    const json& h = (*hooks)[i];
+    const std::string path = "webhooks[" + std::to_string(i) + "]";
+    if (!h.is_object()) continue;
+    if (get_string(h, "name").empty()) required(errs, child(path, "name"));
+    std::string side = get_string(h, "sideEffects");
+    if (side.empty()) required(errs, child(path, "sideEffects"));
+    else one_of(errs, h, "sideEffects", path, {"None", "NoneOnDryRun"});
+    const json* versions = get_array(h, "admissionReviewVersions");
+    if (versions == nullptr || versions->empty())
+      required(errs, child(path, "admissionReviewVersions"), "must specify one of v1, v1beta1");
+    one_of(errs, h, "failurePolicy", path, {"Fail", "Ignore"});
+    one_of(errs, h, "matchPolicy", path, {"Equivalent", "Exact"});
+    if (mutating) one_of(errs, h, "reinvocationPolicy", path, {"IfNeeded", "Never"});
+    if (auto t = get_int(h, "timeoutSeconds"); t && (*t < 1 || *t > 30))
+      invalid(errs, child(path, "timeoutSeconds"), *t,
+              "the timeout value must be between 1 and 30 seconds");
+    const json* cc = get_object(h, "clientConfig");
+    const bool url = cc && !get_string(*cc, "url").empty();
+    const bool svc = cc && get_object(*cc, "service") != nullptr;
+    if (url == svc)
+      required(errs, child(path, "clientConfig"), "exactly one of url or service is required");
+  }
+}
+
+void validate_admission(const std::string& kind, const json& obj, FieldErrors& errs) {
+  if (kind == "MutatingWebhookConfiguration" || kind == "ValidatingWebhookConfiguration") {
+    validate_webhooks(obj, kind == "MutatingWebhookConfiguration", errs);
+    return;
+  }
+  const json& spec = spec_of(obj);
+  if (kind == "ValidatingAdmissionPolicy") {
+    const json* v = get_array(spec, "validations");
+    const json* a = get_array(spec, "auditAnnotations");
+    if ((v == nullptr || v->empty()) && (a == nullptr || a->empty()))
+      required(errs, "spec.validations",
+               "validations or auditAnnotations must contain at least one item");
+    one_of(errs, spec, "failurePolicy", "spec", {"Fail", "Ignore"});
+  } else if (kind == "ValidatingAdmissionPolicyBinding") {
+    if (get_string(spec, "policyName").empty()) required(errs, "spec.policyName");
+    const json* actions = get_array(spec, "validationActions");
+    if (actions == nullptr || actions->empty()) required(errs, "spec.validationActions");
+  }
+}
+
 void validate_core(const std::string& kind, const json& obj, const json* old, FieldErrors& errs) {
   if (kind == "Pod") validate_pod(obj, old, errs);
   if (kind == "PodTemplate") validate_pod_template(get(obj, "template"), "template", errs);
@@ -127,6 +185,8 @@ void validate(const api::Resource& r, const json& obj, const json* old, FieldErr
     if (kind == "NetworkPolicy") validate_network_policy(obj, errors);
   } else if (g == "policy") {
     if (kind == "PodDisruptionBudget") validate_pdb(obj, errors);
+  } else if (g == "admissionregistration.k8s.io") {
+    validate_admission(kind, obj, errors);
   } else if (g == "scheduling.k8s.io") {
     validate_priority_class(obj, old, errors);
   } else if (g == "events.k8s.io") {
