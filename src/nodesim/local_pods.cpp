@@ -474,6 +474,8 @@ Status LocalPods::start(const std::string& key, const json& pod, const std::stri
   p.pid = pid;
   p.ip = ip;
   p.probe_port = probe_port(*container);
+  p.env = std::move(envp);
+  p.cwd = cwd;
   ++live_;
   if (!reaper_.joinable()) reaper_ = std::thread([this] { reap(); });
   cv_.notify_all();
@@ -516,6 +518,13 @@ void LocalPods::kill(const std::string& key) {
   if (it != procs_.end() && !it->second.exited) ::kill(-it->second.pid, SIGKILL);
 }
 
+std::optional<LocalPods::Sandbox> LocalPods::sandbox(const std::string& key) {
+  std::lock_guard lock(mu_);
+  auto it = procs_.find(key);
+  if (it == procs_.end() || it->second.exited) return std::nullopt;
+  return Sandbox{it->second.env, it->second.cwd, it->second.ip};
+}
+
 void LocalPods::forget(const std::string& key) {
   std::lock_guard lock(mu_);
   auto it = procs_.find(key);
@@ -544,13 +553,28 @@ void LocalPods::reap() {
       cv_.wait(lock, [&] { return live_ > 0 || stopping_; });
       if (live_ == 0 && stopping_) return;
     }
-    int status = 0;
-    pid_t pid = ::waitpid(-1, &status, 0);
-    if (pid < 0) {
+    // Waits without reaping first: the children of execs into these pods
+    // (pod_exec.cpp) are their own waiters' to reap, so only a pod's process
+    // is reaped here.
+    siginfo_t info{};
+    if (::waitid(P_ALL, 0, &info, WEXITED | WNOWAIT) != 0) {
       if (errno == EINTR) continue;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       continue;
     }
+    {
+      std::lock_guard lock(mu_);
+      bool ours = false;
+      for (auto& [key, p] : procs_) ours = ours || (p.pid == info.si_pid && !p.exited);
+      if (!ours) {
+        // An exec's child, reaped by its waiter in a moment.
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        continue;
+      }
+    }
+    int status = 0;
+    pid_t pid = ::waitpid(info.si_pid, &status, 0);
+    if (pid < 0) continue;
     std::string woke;
     {
       std::lock_guard lock(mu_);

@@ -32,6 +32,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -92,6 +93,15 @@ class LocalPods {
   // SIGTERM to the process group; kill(): SIGKILL.
   void terminate(const std::string& key);
   void kill(const std::string& key);
+  // What an exec or a port-forward into the running process of `key`
+  // needs: its environment, working directory and address; nullopt when
+  // it does not run (never started, or exited).
+  struct Sandbox {
+    std::vector<std::string> env;  // "K=V"
+    std::string cwd;
+    std::string ip;
+  };
+  std::optional<Sandbox> sandbox(const std::string& key);
   // Drops an exited process's record.
   void forget(const std::string& key);
   // Terminates every process, waits up to `grace`, then kills what is left.
@@ -105,6 +115,8 @@ class LocalPods {
     int exit_code = 0;
     std::string ip;
     int probe_port = 0;  // 0: ready once started
+    std::vector<std::string> env;
+    std::string cwd;
   };
   void reap();
 

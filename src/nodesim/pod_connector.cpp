@@ -16,6 +16,8 @@
 
 #include "local_pods.h"
 #include "log_writer.h"
+#include "pod_exec.h"
+#include "vkube/streaming/streaming.h"
 #include "vkube/common/log.h"
 #include "vkube/http/server.h"
 
@@ -160,11 +162,47 @@ class NodePodConnector final : public apiserver::PodConnector {
               " (only pods of the images given to `vkube host --local-images` run as local "
               "processes)"));
     }
-    if (p.subresource != "log")
+    if (p.subresource == "log") return logs(p, req, name, ns);
+    const std::string key = ns + "/" + name;
+    auto box = pods_.sandbox(key);
+    if (!box) {
+      if (p.subresource == "portforward")
+        return apiserver::status_response(Status::bad_request(
+            "pod " + name + " on node " + node + " does not run: there are no ports to forward to"));
       return apiserver::status_response(Status::bad_request(
-          p.subresource + " is not served yet for the local pod " + name + " on node " + node +
-          " by this vkube host (its logs are)"));
-    return logs(p, req, name, ns);
+          "container " + p.container + " is not running in pod " + name + " on node " + node));
+    }
+    if (p.subresource == "portforward") {
+      const std::string ip = box->ip;
+      return streaming::serve_port_forward(req, [ip, name](uint16_t port)
+                                                    -> Result<std::unique_ptr<http::Duplex>> {
+        auto c = http::dial_tcp(ip, port, std::chrono::seconds(5));
+        if (!c.is_ok())
+          return Status::unavailable("error forwarding port " + std::to_string(port) +
+                                     " to pod " + name + ": failed to connect to " + ip + ":" +
+                                     std::to_string(port) + " (the pod's address): " +
+                                     c.status().message());
+        return c;
+      });
+    }
+    auto options = streaming::parse_exec_options(req, p.subresource == "attach");
+    if (!options.is_ok()) return apiserver::status_response(options.status());
+    if (p.subresource == "exec") {
+      std::vector<std::string> env = std::move(box->env);
+      std::string cwd = std::move(box->cwd);
+      return streaming::serve_exec(
+          req, std::move(options).value(),
+          [env, cwd](const streaming::ExecOptions& o, streaming::Session& s) {
+            return run_exec(o, s, env, cwd);
+          });
+    }
+    const std::string log = LocalPods::log_file(pods_.pod_dir(p.pod), p.container);
+    return streaming::serve_exec(
+        req, std::move(options).value(),
+        [log, running = pods_.running, key](const streaming::ExecOptions& o,
+                                            streaming::Session& s) {
+          return run_attach(o, s, log, [&] { return running(key); });
+        });
   }
 
  private:

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "local_pods.h"
 #include "vkube/apiserver/apiserver.h"
 
 namespace vkube::nodesim {
@@ -24,6 +25,9 @@ struct NodePods {
   // Whether the process of the pod "namespace/name" still runs (a follow
   // ends once it has ended and its log is read).
   std::function<bool(const std::string& key)> running;
+  // The running process's sandbox (exec, port-forward); nullopt when it
+  // does not run.
+  std::function<std::optional<LocalPods::Sandbox>(const std::string& key)> sandbox;
 };
 
 std::shared_ptr<apiserver::PodConnector> make_pod_connector(NodePods pods);

@@ -62,6 +62,11 @@ NodePods node_pods(std::shared_ptr<Gate> gate) {
     auto st = gate->agent->local()->state(key);
     return st == LocalPods::State::kStarting || st == LocalPods::State::kReady;
   };
+  p.sandbox = [gate](const std::string& key) -> std::optional<LocalPods::Sandbox> {
+    std::shared_lock lock(gate->mu);
+    if (!gate->agent || !gate->agent->local()) return std::nullopt;
+    return gate->agent->local()->sandbox(key);
+  };
   return p;
 }
 

@@ -40,6 +40,10 @@ class Session {
   // blocks, returns the bytes copied into `out`, 0 once the client closed
   // its stdin or went away.
   virtual Result<size_t> read_stdin(char* out, size_t size) = 0;
+  // Makes blocked and later read_stdin calls return 0 and next_resize
+  // nullopt: the handler's input threads end with the command, before the
+  // handler returns.
+  virtual void stop_input() = 0;
   // Output for the client, in order per stream. False once the client is
   // gone (stop producing). With a tty there is no separate stderr: what the
   // handler writes there goes to stdout.
@@ -60,9 +64,10 @@ class Session {
 struct ExecOptions {
   std::vector<std::string> command;  // exec only; never empty for exec
   std::string container;
+  // Absent parameters are false, as kube's query conversion has them.
   bool stdin = false;
-  bool stdout = true;
-  bool stderr = true;
+  bool stdout = false;
+  bool stderr = false;
   bool tty = false;
 };
 

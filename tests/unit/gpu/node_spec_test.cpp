@@ -9,6 +9,7 @@
 #include <fstream>
 #include <set>
 
+#include "support/source_dir.h"
 #include "vkube/gpu/node_spec.h"
 #include "vkube/gpu/resources.h"
 
@@ -17,8 +18,7 @@ namespace {
 
 // The shared trace folder, found from this file: tests/unit/gpu/ -> ../shared.
 std::string trace_node_list() {
-  std::filesystem::path here(__FILE__);
-  return (here.parent_path() /
+  return (vkube::testing::source_dir_of(__FILE__) /
           "../../../../shared/traces/alibaba-gpu-v2023/openb_node_list_gpu_node.csv")
       .lexically_normal()
       .string();

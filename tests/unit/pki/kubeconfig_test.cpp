@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "pki/pki_files.h"
+#include "support/source_dir.h"
 #include "support/temp_dir.h"
 #include "vkube/pki/pki.h"
 
@@ -18,7 +19,7 @@ using vkube::testing::TempDir;
 
 // The project's pinned kubectl, else the one on PATH.
 std::string kubectl() {
-  auto pinned = std::filesystem::path(__FILE__).parent_path() / "../../../.tools/bin/kubectl";
+  auto pinned = vkube::testing::source_dir_of(__FILE__) / "../../../.tools/bin/kubectl";
   std::error_code ec;
   if (std::filesystem::exists(pinned, ec)) return std::filesystem::canonical(pinned).string();
   return "kubectl";

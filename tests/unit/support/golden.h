@@ -13,11 +13,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/source_dir.h"
+
 namespace vkube::testing {
 
 // `name` in the golden/ directory beside the test file `test_file` (__FILE__).
 inline std::string golden_path(const char* test_file, const std::string& name) {
-  return (std::filesystem::path(test_file).parent_path() / "golden" / name).string();
+  return (source_dir_of(test_file) / "golden" / name).string();
 }
 
 inline nlohmann::json read_json(const std::string& path) {
