@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common.h"
 #include "spdy.h"
 #include "vkube/common/base64.h"
 #include "vkube/common/log.h"
@@ -24,18 +25,6 @@ using json = nlohmann::json;
 constexpr const char* kSpdyOverWebSocket = "SPDY/3.1+portforward.k8s.io";
 constexpr const char* kPortForward = "portforward.k8s.io";
 
-http::Response refuse(int code, const std::string& msg) {
-  http::Response r;
-  r.status = code;
-  r.set_header("Content-Type", "application/json");
-  r.body = json{{"kind", "Status"},   {"apiVersion", "v1"},
-                {"metadata", json::object()},
-                {"status", "Failure"}, {"message", msg},
-                {"reason", code == 403 ? "Forbidden" : "BadRequest"},
-                {"code", code}}
-               .dump();
-  return r;
-}
 
 std::optional<uint16_t> parse_port(std::string_view s) {
   unsigned v = 0;

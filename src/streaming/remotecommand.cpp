@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common.h"
 #include "spdy.h"
 #include "vkube/common/base64.h"
 #include "vkube/common/log.h"
@@ -386,20 +387,6 @@ Result<ExecOptions> parse_exec_options(const http::Request& req, bool attach) {
 }
 
 http::Response serve_exec(const http::Request& req, ExecOptions options, ExecHandler handler) {
-  auto refuse = [](int code, std::string msg) {
-    http::Response r;
-    r.status = code;
-    r.set_header("Content-Type", "application/json");
-    r.body = json{{"kind", "Status"},
-                  {"apiVersion", "v1"},
-                  {"metadata", json::object()},
-                  {"status", "Failure"},
-                  {"message", msg},
-                  {"reason", code == 403 ? "Forbidden" : "BadRequest"},
-                  {"code", code}}
-                 .dump();
-    return r;
-  };
   if (ws::is_upgrade(req)) {
     auto offered = ws::offered_protocols(req);
     std::optional<std::string> p = offered.empty() ? std::optional<std::string>("")

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common.h"
 #include "vkube/common/log.h"
 
 namespace vkube::streaming::spdy {
@@ -87,21 +88,7 @@ bool is_upgrade(const http::Request& req) {
 }
 
 std::vector<std::string> offered_protocols(const http::Request& req) {
-  std::vector<std::string> out;
-  for (const http::Header& h : req.headers) {
-    if (strcasecmp(h.name.c_str(), "X-Stream-Protocol-Version") != 0) continue;
-    std::string_view list = h.value;
-    while (!list.empty()) {
-      size_t comma = list.find(',');
-      std::string_view item = list.substr(0, comma);
-      while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
-      while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
-      if (!item.empty()) out.emplace_back(item);
-      if (comma == std::string_view::npos) break;
-      list.remove_prefix(comma + 1);
-    }
-  }
-  return out;
+  return header_list(req, "X-Stream-Protocol-Version");
 }
 
 http::Response accept(const std::string& protocol) {
