@@ -6,16 +6,84 @@
 //
 // prints numbered lines on stdout (every --stderr-every'th on stderr), then
 // stays running (--log-lines 0: prints nothing) until --exit-after-ms passes
-// or it is stopped, and exits with --exit-code.
+// or it is stopped, and exits with --exit-code. With --echo-listen it also
+// serves a TCP echo port (each connection gets back what it sends), the
+// far end for `kubectl port-forward` tests and benchmarks.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "command.h"
 
 namespace vkube::cli {
+namespace {
+
+void echo_connection(int fd) {
+  std::vector<char> buf(256 * 1024);
+  for (;;) {
+    ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n <= 0) break;
+    for (ssize_t off = 0; off < n;) {
+      ssize_t w = ::write(fd, buf.data() + off, static_cast<size_t>(n - off));
+      if (w <= 0) {
+        ::close(fd);
+        return;
+      }
+      off += w;
+    }
+  }
+  ::close(fd);
+}
+
+// Listens on HOST:PORT and echoes every connection in its own thread. Returns
+// false (after printing why) when the address cannot be bound.
+bool start_echo(const std::string& address) {
+  auto colon = address.rfind(':');
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  int port = colon == std::string::npos ? -1 : std::atoi(address.c_str() + colon + 1);
+  std::string host = colon == std::string::npos ? "" : address.substr(0, colon);
+  if (host.empty()) host = "0.0.0.0";
+  if (port <= 0 || port > 65535 || inet_pton(AF_INET, host.c_str(), &sa.sin_addr) != 1) {
+    std::fprintf(stderr, "workload: --echo-listen %s: want IPv4:PORT\n", address.c_str());
+    return false;
+  }
+  sa.sin_port = htons(static_cast<uint16_t>(port));
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 ||
+      ::listen(fd, 128) != 0) {
+    std::fprintf(stderr, "workload: cannot listen on %s: %s\n", address.c_str(),
+                 std::strerror(errno));
+    return false;
+  }
+  std::fprintf(stdout, "echo listening on %s\n", address.c_str());
+  std::fflush(stdout);
+  std::thread([fd] {
+    for (;;) {
+      int c = ::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC);
+      if (c < 0) {
+        if (errno == EINTR || errno == ECONNABORTED) continue;
+        return;
+      }
+      std::thread(echo_connection, c).detach();
+    }
+  }).detach();
+  return true;
+}
+
+}  // namespace
 
 int run_workload(const Args& args) {
   FlagSet flags("workload",
@@ -29,8 +97,11 @@ int run_workload(const Args& args) {
   int64_t& exit_after = flags.add_int("exit-after-ms", -1,
                                   "exit this long after the last line (-1: run until stopped)");
   int64_t& exit_code = flags.add_int("exit-code", 0, "the exit code");
+  std::string& echo = flags.add_string(
+      "echo-listen", "", "also serve a TCP echo port on IPv4:PORT (0.0.0.0 is the pod's IP)");
   if (int rc = parse_or_exit(flags, log_flags, args); rc >= 0) return rc;
   block_signals();
+  if (!echo.empty() && !start_echo(echo)) return 2;
   for (int64_t i = 1; i <= lines; ++i) {
     FILE* out = stderr_every > 0 && i % stderr_every == 0 ? stderr : stdout;
     std::fprintf(out, "%s %lld\n", prefix.c_str(), static_cast<long long>(i));

@@ -302,7 +302,10 @@ Status LocalPods::start(const std::string& key, const json& pod, const std::stri
     env[k] = std::move(v);
   };
   set("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
-  set("HOSTNAME", name);
+  {
+    const json& h = field(spec, "hostname");
+    set("HOSTNAME", h.is_string() && !h.get<std::string>().empty() ? h.get<std::string>() : name);
+  }
   set("HOME", dir.string());
   const std::string url = o_.api_url ? o_.api_url() : std::string();
   {

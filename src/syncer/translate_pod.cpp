@@ -155,6 +155,14 @@ Result<json> translate_pod(const json& tenant_pod, const PodContext& ctx) {
   spec.erase("serviceAccountName");  // the host namespace's default account, without its token
   spec["automountServiceAccountToken"] = false;
   spec["enableServiceLinks"] = false;  // the host's Services are not the tenant's
+  // The container sees the tenant's pod name as its hostname, as the kubelet
+  // would give it (cut at 63, no trailing '-'); a name with dots is no DNS
+  // label, and the kubelet would cut at the first dot's label anyway.
+  if (str(spec, "hostname").empty() && name.find('.') == std::string::npos) {
+    std::string hostname = name.substr(0, 63);
+    while (!hostname.empty() && hostname.back() == '-') hostname.pop_back();
+    if (!hostname.empty()) spec["hostname"] = hostname;
+  }
   // Priority is the tenant's as a whole, set by the operator: a tenant
   // cannot outrank the others by naming a class of its own.
   spec.erase("priority");

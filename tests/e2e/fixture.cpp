@@ -162,10 +162,13 @@ Result Cluster::kubectl(const std::vector<std::string>& args, seconds timeout) {
   return run(argv, timeout);
 }
 
-Process Cluster::kubectl_background(const std::vector<std::string>& args) {
+Process Cluster::kubectl_background(const std::vector<std::string>& args,
+                                    const std::map<std::string, std::string>& env) {
   std::vector<std::string> argv = {kubectl_path()};
   argv.insert(argv.end(), args.begin(), args.end());
-  return Process(spawn(argv));
+  Spawn s = spawn(argv);
+  for (const auto& [k, v] : env) s.env[k] = v;
+  return Process(s);
 }
 
 std::string Cluster::token_kubeconfig(const std::string& user, const std::string& token) {

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -56,7 +57,9 @@ class Cluster {
   // KUBECONFIG and a private discovery cache (KUBECACHEDIR) are set.
   Result kubectl(const std::vector<std::string>& args, seconds timeout = seconds(30));
   // Starts kubectl without waiting (for `get -w`, `wait`); stop it or let it end.
-  Process kubectl_background(const std::vector<std::string>& args);
+  // `env` joins kubectl's environment (e.g. KUBECTL_PORT_FORWARD_WEBSOCKETS).
+  Process kubectl_background(const std::vector<std::string>& args,
+                             const std::map<std::string, std::string>& env = {});
   // Runs any program with the same environment as kubectl.
   Result run(const std::vector<std::string>& argv, seconds timeout = seconds(30));
 
