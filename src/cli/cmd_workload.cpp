@@ -7,8 +7,9 @@
 // prints numbered lines on stdout (every --stderr-every'th on stderr), then
 // stays running (--log-lines 0: prints nothing) until --exit-after-ms passes
 // or it is stopped, and exits with --exit-code. With --echo-listen it also
-// serves a TCP echo port (each connection gets back what it sends), the
-// far end for `kubectl port-forward` tests and benchmarks.
+// serves a TCP echo port (each connection gets back what it sends), and with
+// --source-listen one that sends bytes until the peer closes: the far ends
+// for `kubectl port-forward` tests and benchmarks.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -45,9 +46,18 @@ void echo_connection(int fd) {
   ::close(fd);
 }
 
-// Listens on HOST:PORT and echoes every connection in its own thread. Returns
-// false (after printing why) when the address cannot be bound.
-bool start_echo(const std::string& address) {
+// Sends bytes until the peer goes away: the far end of a download.
+void source_connection(int fd) {
+  std::vector<char> buf(256 * 1024, 'x');
+  while (::send(fd, buf.data(), buf.size(), MSG_NOSIGNAL) > 0) {
+  }
+  ::close(fd);
+}
+
+// Listens on HOST:PORT and serves every connection in its own thread (echo
+// or source). Returns false (after printing why) when the address cannot be
+// bound.
+bool start_server(const std::string& address, void (*serve)(int), const char* what) {
   auto colon = address.rfind(':');
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
@@ -55,7 +65,7 @@ bool start_echo(const std::string& address) {
   std::string host = colon == std::string::npos ? "" : address.substr(0, colon);
   if (host.empty()) host = "0.0.0.0";
   if (port <= 0 || port > 65535 || inet_pton(AF_INET, host.c_str(), &sa.sin_addr) != 1) {
-    std::fprintf(stderr, "workload: --echo-listen %s: want IPv4:PORT\n", address.c_str());
+    std::fprintf(stderr, "workload: %s %s: want IPv4:PORT\n", what, address.c_str());
     return false;
   }
   sa.sin_port = htons(static_cast<uint16_t>(port));
@@ -68,16 +78,16 @@ bool start_echo(const std::string& address) {
                  std::strerror(errno));
     return false;
   }
-  std::fprintf(stdout, "echo listening on %s\n", address.c_str());
+  std::fprintf(stdout, "%s: listening on %s\n", what, address.c_str());
   std::fflush(stdout);
-  std::thread([fd] {
+  std::thread([fd, serve] {
     for (;;) {
       int c = ::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC);
       if (c < 0) {
         if (errno == EINTR || errno == ECONNABORTED) continue;
         return;
       }
-      std::thread(echo_connection, c).detach();
+      std::thread(serve, c).detach();
     }
   }).detach();
   return true;
@@ -99,9 +109,12 @@ int run_workload(const Args& args) {
   int64_t& exit_code = flags.add_int("exit-code", 0, "the exit code");
   std::string& echo = flags.add_string(
       "echo-listen", "", "also serve a TCP echo port on IPv4:PORT (0.0.0.0 is the pod's IP)");
+  std::string& source = flags.add_string(
+      "source-listen", "", "also serve a TCP port that sends bytes until the peer closes");
   if (int rc = parse_or_exit(flags, log_flags, args); rc >= 0) return rc;
   block_signals();
-  if (!echo.empty() && !start_echo(echo)) return 2;
+  if (!echo.empty() && !start_server(echo, echo_connection, "--echo-listen")) return 2;
+  if (!source.empty() && !start_server(source, source_connection, "--source-listen")) return 2;
   for (int64_t i = 1; i <= lines; ++i) {
     FILE* out = stderr_every > 0 && i % stderr_every == 0 ? stderr : stdout;
     std::fprintf(out, "%s %lld\n", prefix.c_str(), static_cast<long long>(i));

@@ -64,6 +64,7 @@ class UpgradeChannel final : public Duplex {
         if (failed_) return Status::unavailable(failure_);
         if (write_shut_) return Status::invalid("write after close_write");
         if (queued_ < upgrade_limits::kOutboundLimit) break;
+        room_wanted_ = true;
         if (!wait(lock)) return Status(Code::kTimeout, "timed out");
       }
       // Take what fits, so one huge write does not queue without bound.
@@ -158,11 +159,16 @@ class UpgradeChannel final : public Duplex {
     out.swap(outbound_);
     return true;
   }
-  // `n` queued bytes reached the socket.
+  // `n` queued bytes reached the socket. A writer waiting for room is woken
+  // once half the queue has drained, not for every record: a wake-up per
+  // 16 KiB TLS record costs more than the copy.
   void sent(size_t n) {
     std::lock_guard lock(mu_);
     queued_ -= std::min(n, queued_);
-    cv_.notify_all();
+    if (room_wanted_ && queued_ <= upgrade_limits::kOutboundLimit / 2) {
+      room_wanted_ = false;
+      cv_.notify_all();
+    }
   }
 
  private:
@@ -195,6 +201,7 @@ class UpgradeChannel final : public Duplex {
   std::string outbound_;
   size_t queued_ = 0;  // taken by the strand or waiting in outbound_, not yet sent
   bool read_paused_ = false;
+  bool room_wanted_ = false;  // a writer waits for the queue to drain
   bool write_posted_ = false;
   bool write_shut_ = false;
   bool eof_ = false;

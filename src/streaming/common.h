@@ -4,15 +4,55 @@
 
 #include <strings.h>
 
+#include <algorithm>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "vkube/http/duplex.h"
 #include "vkube/http/server.h"
 
 namespace vkube::streaming {
+
+// Bytes read from a Duplex and not yet parsed: the frame readers' buffer.
+// It grows only when a frame needs more room and is never zero-filled again
+// (a resize per read would clear 256 KiB for every few KiB that arrive).
+class ReadBuffer {
+ public:
+  const char* data() const { return store_.data() + off_; }
+  char* data() { return store_.data() + off_; }
+  size_t size() const { return end_ - off_; }
+  void consume(size_t n) { off_ += n; }
+
+  // Reads until at least `need` bytes are held. kCancelled at end of stream.
+  Status fill(http::Duplex& d, size_t need) {
+    if (off_ == end_) off_ = end_ = 0;
+    while (size() < need) {
+      if (off_ > 0 && store_.size() - end_ < need - size() + kMinRead) {
+        std::memmove(store_.data(), store_.data() + off_, size());
+        end_ -= off_;
+        off_ = 0;
+      }
+      if (store_.size() - end_ < kMinRead)
+        store_.resize(std::max(end_ + std::max(kMinRead, need - size()), size_t{kGrow}));
+      Result<size_t> n = d.read(store_.data() + end_, store_.size() - end_);
+      if (!n.is_ok()) return n.status();
+      if (*n == 0) return Status::cancelled("the peer closed the connection");
+      end_ += *n;
+    }
+    return Status::ok();
+  }
+
+ private:
+  static constexpr size_t kMinRead = 64 << 10;
+  static constexpr size_t kGrow = 256 << 10;
+  std::string store_;
+  size_t off_ = 0;
+  size_t end_ = 0;
+};
 
 // The items of every `name` header of `req`, comma-separated, in order.
 inline std::vector<std::string> header_list(const http::Request& req, const char* name) {

@@ -5,6 +5,10 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -33,6 +37,49 @@ std::optional<uint16_t> parse_port(std::string_view s) {
   return static_cast<uint16_t>(v);
 }
 
+// Relays one forwarded connection both ways. When the client ends its side
+// (kubectl does when the local connection closes, and cannot reset the
+// stream after that), the pod's side is shut for writing and has a moment to
+// finish what it sends; then the pod connection is closed, so that a pod
+// that only talks (a download) does not stream into a dead connection.
+void relay_port(http::Duplex& client, http::Duplex& pod) {
+  constexpr auto kDrain = std::chrono::seconds(1);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool down_done = false;
+  std::thread down([&] {
+    std::unique_ptr<char[]> buf(new char[256 * 1024]);
+    for (;;) {
+      Result<size_t> n = pod.read(buf.get(), 256 * 1024);
+      if (!n.is_ok() || *n == 0) break;
+      if (!client.write(std::string_view(buf.get(), *n)).is_ok()) {
+        pod.close();
+        break;
+      }
+    }
+    client.close_write();
+    std::lock_guard lock(mu);
+    down_done = true;
+    cv.notify_all();
+  });
+  std::unique_ptr<char[]> buf(new char[256 * 1024]);
+  for (;;) {
+    Result<size_t> n = client.read(buf.get(), 256 * 1024);
+    if (!n.is_ok()) break;
+    if (*n == 0) {
+      pod.close_write();
+      break;
+    }
+    if (!pod.write(std::string_view(buf.get(), *n)).is_ok()) break;
+  }
+  {
+    std::unique_lock lock(mu);
+    cv.wait_for(lock, kDrain, [&] { return down_done; });
+  }
+  pod.close();  // ends the reader above if the pod still talks
+  down.join();
+}
+
 // One forwarded connection of a SPDY session: dials, then relays.
 void forward_pair(std::shared_ptr<spdy::Stream> error, std::shared_ptr<spdy::Stream> data,
                   const Dialer& dial) {
@@ -51,7 +98,7 @@ void forward_pair(std::shared_ptr<spdy::Stream> error, std::shared_ptr<spdy::Str
     return;
   }
   std::unique_ptr<http::Duplex> pod = std::move(conn).value();
-  http::relay(*data, *pod);
+  relay_port(*data, *pod);
   error->close_write();
 }
 

@@ -262,26 +262,8 @@ void Session::close() {
 }
 
 void Session::run(const std::function<void(std::shared_ptr<Stream>)>& on_stream) {
-  std::string buf;
-  size_t off = 0;
-  auto fill = [&](size_t need) -> bool {
-    while (buf.size() - off < need) {
-      if (off > 0) {
-        buf.erase(0, off);
-        off = 0;
-      }
-      size_t have = buf.size();
-      size_t want = std::max<size_t>(256 << 10, need - have);
-      buf.resize(have + want);
-      auto n = d_->read(buf.data() + have, want);
-      if (!n.is_ok() || *n == 0) {
-        buf.resize(have);
-        return false;
-      }
-      buf.resize(have + *n);
-    }
-    return true;
-  };
+  ReadBuffer buf;
+  auto fill = [&](size_t need) { return buf.fill(*d_, need).is_ok(); };
   auto find = [&](uint32_t id) {
     std::lock_guard lock(streams_mu_);
     auto it = streams_.find(id);
@@ -290,15 +272,15 @@ void Session::run(const std::function<void(std::shared_ptr<Stream>)>& on_stream)
 
   for (;;) {
     if (!fill(8)) break;
-    const char* h = buf.data() + off;
+    const char* h = buf.data();
     const bool control = static_cast<uint8_t>(h[0]) & 0x80;
     const uint32_t first = be32(h) & 0x7fffffffu;
     const uint8_t flags = static_cast<uint8_t>(h[4]);
     const size_t len = (size_t{static_cast<uint8_t>(h[5])} << 16) |
                        (size_t{static_cast<uint8_t>(h[6])} << 8) | static_cast<uint8_t>(h[7]);
     if (len > kMaxFrame || !fill(8 + len)) break;
-    std::string_view body(buf.data() + off + 8, len);
-    off += 8 + len;
+    std::string_view body(buf.data() + 8, len);
+    buf.consume(8 + len);
 
     if (!control) {
       auto s = find(first);

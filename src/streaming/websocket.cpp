@@ -73,27 +73,9 @@ http::Response accept(const http::Request& req, const std::string& protocol) {
 }
 
 Status Conn::fill(size_t need) {
-  if (in_off_ > 0 && in_off_ == in_.size()) {
-    in_.clear();
-    in_off_ = 0;
-  }
-  while (in_.size() - in_off_ < need) {
-    if (in_off_ > (1u << 20)) {
-      in_.erase(0, in_off_);
-      in_off_ = 0;
-    }
-    size_t have = in_.size();
-    size_t want = std::max<size_t>(256 << 10, need - (have - in_off_));
-    in_.resize(have + want);
-    auto n = d_->read(in_.data() + have, want);
-    if (!n.is_ok()) {
-      in_.resize(have);
-      return n.status();
-    }
-    in_.resize(have + *n);
-    if (*n == 0) return Status::cancelled("the client closed the connection");
-  }
-  return Status::ok();
+  Status st = in_.fill(*d_, need);
+  if (st.code() == Code::kCancelled) return Status::cancelled("the client closed the connection");
+  return st;
 }
 
 Result<Message> Conn::read() {
@@ -101,7 +83,7 @@ Result<Message> Conn::read() {
   bool in_message = false;
   for (;;) {
     VKUBE_RETURN_IF_ERROR(fill(2));
-    const auto* h = reinterpret_cast<const uint8_t*>(in_.data() + in_off_);
+    const auto* h = reinterpret_cast<const uint8_t*>(in_.data());
     const bool fin = h[0] & 0x80;
     const auto opcode = static_cast<Opcode>(h[0] & 0x0f);
     const bool masked = h[1] & 0x80;
@@ -109,12 +91,12 @@ Result<Message> Conn::read() {
     size_t head = 2;
     if (len == 126) {
       VKUBE_RETURN_IF_ERROR(fill(4));
-      h = reinterpret_cast<const uint8_t*>(in_.data() + in_off_);
+      h = reinterpret_cast<const uint8_t*>(in_.data());
       len = (uint64_t{h[2]} << 8) | h[3];
       head = 4;
     } else if (len == 127) {
       VKUBE_RETURN_IF_ERROR(fill(10));
-      h = reinterpret_cast<const uint8_t*>(in_.data() + in_off_);
+      h = reinterpret_cast<const uint8_t*>(in_.data());
       len = 0;
       for (int i = 2; i < 10; ++i) len = (len << 8) | h[i];
       head = 10;
@@ -126,14 +108,14 @@ Result<Message> Conn::read() {
     uint8_t mask[4] = {0, 0, 0, 0};
     if (masked) {
       VKUBE_RETURN_IF_ERROR(fill(head + 4));
-      std::memcpy(mask, in_.data() + in_off_ + head, 4);
+      std::memcpy(mask, in_.data() + head, 4);
       head += 4;
     }
     VKUBE_RETURN_IF_ERROR(fill(head + len));
-    char* payload = in_.data() + in_off_ + head;
+    char* payload = in_.data() + head;
     if (masked) unmask(payload, len, mask);
     std::string_view body(payload, len);
-    in_off_ += head + len;
+    in_.consume(head + len);
 
     switch (opcode) {
       case kPing:

@@ -11,6 +11,7 @@
 
 #include "vkube/http/duplex.h"
 #include "vkube/http/server.h"
+#include "common.h"
 
 namespace vkube::streaming::ws {
 
@@ -56,8 +57,7 @@ class Conn {
   Status frame_out(Opcode opcode, std::string_view prefix, std::string_view data);
 
   std::shared_ptr<http::Duplex> d_;
-  std::string in_;  // bytes read, not yet parsed
-  size_t in_off_ = 0;
+  ReadBuffer in_;  // bytes read, not yet parsed
   std::mutex write_mu_;
   bool closed_ = false;  // a close frame was sent (under write_mu_)
 };
