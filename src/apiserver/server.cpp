@@ -308,6 +308,7 @@ http::Response Server::route(http::Request& req, const RequestInfo& info, const 
   const bool binding = info.group.empty() && (sub == "binding" || info.resource == "bindings");
   if (binding) resp = handle_binding(ctx);
   else if (kind->create_only) resp = handle_review(ctx);
+  else if (info.group == "metrics.k8s.io") resp = handle_metrics(ctx);
   else if (verb == "get") resp = handle_get(ctx);
   else if (verb == "list") resp = handle_list(ctx);
   else if (verb == "watch") resp = handle_watch(ctx);

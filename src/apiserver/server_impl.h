@@ -52,6 +52,14 @@ class Server final : public ApiServer {
     std::lock_guard lock(pod_connector_mu_);
     return pod_connector_;
   }
+  void set_metrics_provider(std::shared_ptr<MetricsProvider> provider) override {
+    std::lock_guard lock(pod_connector_mu_);
+    metrics_provider_ = std::move(provider);
+  }
+  std::shared_ptr<MetricsProvider> metrics_provider() {
+    std::lock_guard lock(pod_connector_mu_);
+    return metrics_provider_;
+  }
 
   const Options& options() const { return options_; }
   storage::Backend& backend() { return *options_.backend; }
@@ -94,6 +102,7 @@ class Server final : public ApiServer {
   std::vector<std::function<std::string()>> metrics_sources_;  // guarded by metrics_sources_mu_
   std::mutex pod_connector_mu_;
   std::shared_ptr<PodConnector> pod_connector_;  // guarded by pod_connector_mu_
+  std::shared_ptr<MetricsProvider> metrics_provider_;  // guarded by pod_connector_mu_
 };
 
 // Everything a verb handler needs about its request.
@@ -141,6 +150,9 @@ http::Response handle_pod_connect(Context& c);
 // POST of a kind that is never stored (Kind::create_only): the access
 // reviews, answered by the authorizer (reviews.cpp).
 http::Response handle_review(Context& c);
+// GET of metrics.k8s.io nodes and pods, from the MetricsProvider
+// (metrics_api.cpp).
+http::Response handle_metrics(Context& c);
 
 // Non-resource endpoints.
 http::Response handle_discovery(Server& s, const http::Request& req, const RequestInfo& info);

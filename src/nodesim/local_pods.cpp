@@ -525,7 +525,7 @@ std::optional<LocalPods::Sandbox> LocalPods::sandbox(const std::string& key) {
   std::lock_guard lock(mu_);
   auto it = procs_.find(key);
   if (it == procs_.end() || it->second.exited) return std::nullopt;
-  return Sandbox{it->second.env, it->second.cwd, it->second.ip};
+  return Sandbox{it->second.env, it->second.cwd, it->second.ip, it->second.pid};
 }
 
 void LocalPods::forget(const std::string& key) {

@@ -100,6 +100,7 @@ class LocalPods {
     std::vector<std::string> env;  // "K=V"
     std::string cwd;
     std::string ip;
+    pid_t pid = 0;  // the container's process, leader of its process group
   };
   std::optional<Sandbox> sandbox(const std::string& key);
   // Drops an exited process's record.

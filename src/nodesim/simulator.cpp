@@ -11,6 +11,7 @@
 #include "heartbeat.h"
 #include "nodes.h"
 #include "pod_connector.h"
+#include "pod_metrics.h"
 #include "vkube/common/log.h"
 #include "volumes.h"
 
@@ -122,6 +123,14 @@ class SimulatorImpl final : public Simulator {
     }
     agent_.start(options_.workers);
     api_.set_pod_connector(make_pod_connector(node_pods(gate_)));
+    api_.set_metrics_provider(make_metrics_provider(
+        registrar_.pods, registrar_.nodes, [gate = gate_](const std::string& key) -> std::optional<pid_t> {
+          std::shared_lock lock(gate->mu);
+          if (!gate->agent || !gate->agent->local()) return std::nullopt;
+          auto box = gate->agent->local()->sandbox(key);
+          if (!box) return std::nullopt;
+          return box->pid;
+        }));
     std::vector<std::string> names;
     names.reserve(options_.nodes.size());
     for (const gpu::NodeSpec& n : options_.nodes) names.push_back(n.name);

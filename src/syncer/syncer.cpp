@@ -174,7 +174,9 @@ void SyncerImpl::attach(apiserver::ApiServer& tenant, controllers::Informers& in
   auto proxy_client = hostclient::Client::create(host_->config(), proxy_options);
   if (proxy_client.is_ok()) {
     std::shared_ptr<hostclient::Client> shared(std::move(proxy_client).value());
-    tenant.set_pod_connector(make_pod_proxy(names_, o_.host_namespace, std::move(shared)));
+    tenant.set_pod_connector(make_pod_proxy(names_, o_.host_namespace, shared));
+    tenant.set_metrics_provider(
+        make_metrics_proxy(names_, o_.host_namespace, std::move(shared), *t_pods, *t_nodes));
   } else {
     VKUBE_LOG(error, "syncer: no host client for pod streams",
               {"error", proxy_client.status().message()});
@@ -511,6 +513,7 @@ void SyncerImpl::stop() {
     cv_.notify_all();
   }
   ready_ = false;
+  if (tenant_) tenant_->set_metrics_provider(nullptr);  // it reads this syncer's caches
   if (host_) host_->stop();
   for (Loop* l : loops()) l->queue.shutdown();
   if (bootstrap_.joinable()) bootstrap_.join();

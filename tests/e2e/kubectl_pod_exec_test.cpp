@@ -3,6 +3,7 @@
 // client. The pods are `vkube workload` local processes on `vkube host`,
 // reached through a tenant's relay to the host, and directly on the host.
 #include <csignal>
+#include <map>
 #include <regex>
 
 #include "fixture.h"
@@ -125,6 +126,31 @@ TEST_CASE("pods/exec, attach, port-forward: kubectl and Python through a tenant"
   CHECK_THAT(py, Succeeded());
   CHECK_THAT(py.out, Catch::EndsWith("PASS\n"));
 
+  // kubectl top: the tenant's pods under their names, measured on the host;
+  // the simulated pod runs nothing and has no measurement.
+  {
+    Result top;
+    REQUIRE(eventually([&] {
+      top = t.kubectl({"top", "pod", "--no-headers"});
+      return top.exit_code == 0 && top.out.find("ticker") != std::string::npos;
+    }));
+    INFO(top);
+    std::map<std::string, std::vector<std::string>> rows;
+    for (const std::string& line : lines(top.out)) rows[columns(line).at(0)] = columns(line);
+    CHECK(rows.count("w") == 1);
+    CHECK(rows.count("echo") == 1);
+    CHECK(rows.count("sim") == 0);
+    REQUIRE(rows["w"].size() == 3);
+    CHECK_THAT(rows["w"][1], Catch::EndsWith("m"));   // CPU in millicores
+    CHECK_THAT(rows["w"][2], Catch::EndsWith("Mi"));  // memory
+    CHECK(rows["w"][2] != "0Mi");
+    Result nodes = t.kubectl({"top", "node", "--no-headers"});
+    CHECK_THAT(nodes, Succeeded());
+    CHECK(!lines(nodes.out).empty());
+    CHECK_THAT(t.kubectl({"top", "pod", "nope"}),
+               FailedWith("podmetrics.metrics.k8s.io \"nope\" not found"));
+  }
+
   // kube's refusals, with the tenant's names.
   CHECK_THAT(t.kubectl({"exec", "w", "-c", "nope", "--", "true"}),
              FailedWith("container nope is not valid for pod w"));
@@ -149,6 +175,9 @@ TEST_CASE("pods/exec and port-forward on vkube host itself", "[e2e][pods]") {
   CHECK(r.exit_code == 2);
   CHECK(r.out == "w\n");
   check_port_forward(host, {});
+  Result top = host.kubectl({"top", "pod", "w", "--no-headers"});
+  CHECK_THAT(top, Succeeded());
+  CHECK_THAT(top.out, Catch::StartsWith("w "));
 }
 
 }  // namespace

@@ -46,6 +46,22 @@ class PodConnector {
   virtual http::Response connect(const PodRequest& pod, http::Request& req) = 0;
 };
 
+// Who serves metrics.k8s.io/v1beta1 (`kubectl top`), as metrics-server does:
+// the usage of nodes and pods now. A tenant reads its synced pods' usage
+// from the host; `vkube host` measures its local pods' processes.
+class MetricsProvider {
+ public:
+  virtual ~MetricsProvider() = default;
+  // NodeMetrics objects: metadata.name (and labels), timestamp, window,
+  // usage {cpu, memory}.
+  virtual Result<std::vector<nlohmann::json>> node_metrics() = 0;
+  // PodMetrics objects of namespace `ns` (empty: every namespace):
+  // metadata.name/namespace (and labels), timestamp, window,
+  // containers [{name, usage {cpu, memory}}]. Pods without a measurement
+  // are left out, as metrics-server leaves them out.
+  virtual Result<std::vector<nlohmann::json>> pod_metrics(const std::string& ns) = 0;
+};
+
 // `s` as kube's Status answer (code, reason and message), for connectors.
 http::Response status_response(const Status& s);
 
@@ -101,6 +117,9 @@ class ApiServer {
   // that the pod's node cannot be reached). Thread-safe; may change while
   // serving.
   virtual void set_pod_connector(std::shared_ptr<PodConnector> connector) = 0;
+  // Who serves metrics.k8s.io (null: it answers 503, as an aggregated API
+  // without a backend does). Thread-safe.
+  virtual void set_metrics_provider(std::shared_ptr<MetricsProvider> provider) = 0;
   // Marks the server ready (/readyz 200) or not.
   virtual void set_ready(bool ready) = 0;
   // Ends open watches and background loops (before the backend closes).

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "vkube/apiserver/apiserver.h"
+#include "vkube/controllers/informers.h"
 #include "vkube/syncer/names.h"
 
 namespace vkube::hostclient {
@@ -24,6 +25,13 @@ namespace vkube::syncer {
 std::shared_ptr<apiserver::PodConnector> make_pod_proxy(NameMapper names,
                                                         std::string host_namespace,
                                                         std::shared_ptr<hostclient::Client> host);
+
+// The tenant's metrics.k8s.io: its pods' usage (and its nodes') from the
+// host's metrics API, under the tenant's names (metrics_proxy.cpp). The
+// listers are the tenant's pods and nodes and must outlive the provider's use.
+std::shared_ptr<apiserver::MetricsProvider> make_metrics_proxy(
+    NameMapper names, std::string host_namespace, std::shared_ptr<hostclient::Client> host,
+    const controllers::Lister& tenant_pods, const controllers::Lister& tenant_nodes);
 
 // A host Status message with the host's names of the pod and namespace put
 // back as the tenant knows them (pods "web-x-default-x-dev" not found ->

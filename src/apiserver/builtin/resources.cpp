@@ -141,6 +141,12 @@ std::vector<Kind> build() {
        false, false, false, NameRule::kSubdomain, {}, false, {"create"}, "", true},
       {"authentication.k8s.io", "v1", "TokenReview", "tokenreviews", false, {}, {}, false, false,
        false, NameRule::kSubdomain, {}, false, {"create"}, "", true},
+      // metrics.k8s.io/v1beta1, as metrics-server serves it (`kubectl top`):
+      // measured on every read by the MetricsProvider, never stored.
+      {"metrics.k8s.io", "v1beta1", "NodeMetrics", "nodes", false, {}, {}, false, false, false,
+       NameRule::kSubdomain, {}, false, {"get", "list"}},
+      {"metrics.k8s.io", "v1beta1", "PodMetrics", "pods", true, {}, {}, false, false, false,
+       NameRule::kSubdomain, {}, false, {"get", "list"}},
       // apiextensions.k8s.io/v1 (stored and listed; serving custom kinds comes later)
       {"apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",
        false, {"crd", "crds"}, {"api-extensions"}, true, false, true, NameRule::kSubdomain, {},
