@@ -74,6 +74,8 @@ json view_rules() {
       rule(kRead, {"policy"}, {"poddisruptionbudgets", "poddisruptionbudgets/status"}),
       rule(kRead, {"networking.k8s.io"}, {"ingresses", "ingresses/status", "networkpolicies"}),
       rule(kRead, {"events.k8s.io"}, {"events"}),
+      // What metrics-server's system:aggregated-metrics-reader adds to view.
+      rule(kRead, {"metrics.k8s.io"}, {"pods", "nodes"}),
   });
 }
 
