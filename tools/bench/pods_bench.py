@@ -140,7 +140,7 @@ def first_line_ms(server, path):
     resp = conn.getresponse()
     if resp.status != 200:
         raise RuntimeError(f"GET {path}: {resp.status} {resp.read()[:200]!r}")
-    line = resp.fp.readline()
+    line = resp.readline()
     took = (time.perf_counter() - start) * 1000
     conn.close()
     if not line:
@@ -196,7 +196,7 @@ def bench_streams(opts, server):
                 errors.append(f"{resp.status}")
                 return
             while time.time() < stop:
-                line = resp.fp.readline()
+                line = resp.readline()
                 if not line:
                     break
                 if firsts[i] is None:
