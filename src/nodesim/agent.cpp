@@ -348,6 +348,11 @@ Status Agent::start_local(const std::string& key, const json& pod, Tracked& t, c
   const std::string stamp = rfc3339(wall());
   int code = 0;
   LocalPods::State st = local_->state(key, &code);
+  // Ended already. Without a readiness port it was running from its start
+  // (a short job may end before the first poll): it ends as a container
+  // that ran does, by the restart policy. With one, it ended before it was
+  // ready and is started again.
+  if (st == LocalPods::State::kExited && !local_->has_probe(key)) return local_exited(key, pod, t, code);
   if (st == LocalPods::State::kExited) {  // ended before it was ready
     local_->forget(key);
     t.backoff = next_backoff(t.backoff);
@@ -418,6 +423,11 @@ Status Agent::run_local(const std::string& key, const json& pod, Tracked& t) {
     save(key, t);
     return Status::ok();
   }
+  return local_exited(key, pod, t, code);
+}
+
+Status Agent::local_exited(const std::string& key, const json& pod, Tracked& t, int code) {
+  const auto now = Steady::now();
   local_->forget(key);
   const std::string policy = str(at(pod, "spec", "restartPolicy"));
   const bool restart = policy.empty() || policy == "Always" || (policy == "OnFailure" && code != 0);

@@ -77,6 +77,8 @@ class Agent {
   // waits (re-queued) for its readiness port; restarts it after it exits.
   Status start_local(const std::string& key, const json& pod, Tracked& t, const Addresses& a);
   Status run_local(const std::string& key, const json& pod, Tracked& t);
+  // A local process that ended: finished or restarted by the restart policy.
+  Status local_exited(const std::string& key, const json& pod, Tracked& t, int code);
   Status stop_local(const std::string& key, const json& pod, Tracked& t);
   // An address of node `node`'s range for a pod's status.podIP (a local
   // pod's loopback address maps back to its range).

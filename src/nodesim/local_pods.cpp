@@ -528,6 +528,12 @@ std::optional<LocalPods::Sandbox> LocalPods::sandbox(const std::string& key) {
   return Sandbox{it->second.env, it->second.cwd, it->second.ip, it->second.pid};
 }
 
+bool LocalPods::has_probe(const std::string& key) {
+  std::lock_guard lock(mu_);
+  auto it = procs_.find(key);
+  return it != procs_.end() && it->second.probe_port != 0;
+}
+
 void LocalPods::forget(const std::string& key) {
   std::lock_guard lock(mu_);
   auto it = procs_.find(key);

@@ -103,6 +103,8 @@ class LocalPods {
     pid_t pid = 0;  // the container's process, leader of its process group
   };
   std::optional<Sandbox> sandbox(const std::string& key);
+  // Whether the process of `key` has a readiness port to wait for.
+  bool has_probe(const std::string& key);
   // Drops an exited process's record.
   void forget(const std::string& key);
   // Terminates every process, waits up to `grace`, then kills what is left.

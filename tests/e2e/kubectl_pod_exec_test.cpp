@@ -155,9 +155,16 @@ TEST_CASE("pods/exec, attach, port-forward: kubectl and Python through a tenant"
   CHECK_THAT(t.kubectl({"exec", "w", "-c", "nope", "--", "true"}),
              FailedWith("container nope is not valid for pod w"));
   CHECK_THAT(t.kubectl({"exec", "nothere", "--", "true"}), FailedWith("pods \"nothere\" not found"));
-  REQUIRE(eventually(
-      [&] { return t.get_json({"pod", "done"})["status"].value("phase", "") == "Succeeded"; },
-      seconds(30)));
+  std::string done_phase;
+  bool done = eventually(
+      [&] {
+        done_phase = t.get_json({"pod", "done"})["status"].value("phase", "");
+        return done_phase == "Succeeded";
+      },
+      seconds(30));
+  INFO("pod done: " << done_phase << "\n" << t.kubectl({"get", "pod", "done", "-o", "yaml"}).out
+                    << host.kubectl({"get", "pods", "-A", "-o", "wide"}).out);
+  REQUIRE(done);
   CHECK_THAT(t.kubectl({"exec", "done", "--", "true"}),
              FailedWith("cannot exec into a container in a completed pod"));
   Result sim = t.kubectl({"exec", "sim", "--", "true"});
