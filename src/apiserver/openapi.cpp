@@ -2,8 +2,10 @@
 // has the operations of its kinds (tagged x-kubernetes-group-version-kind,
 // PATCH taking fieldValidation, so kubectl validates server-side) and a
 // schema per kind derived from the type registry (vkube/schema), with every
-// field, so `kubectl explain` walks the real types. /openapi/v2 is not
-// served (clients then use v3).
+// field, so `kubectl explain` walks the real types. /openapi/v2 (Swagger
+// 2.0, JSON only) is made from the same documents (v2_document).
+#include <algorithm>
+#include <cstdio>
 #include <functional>
 #include <mutex>
 
@@ -237,19 +239,171 @@ void refresh(Server& s, OpenApiCache& cache) {
   cache.generation = generation;
 }
 
+// Swagger 2.0 from the OpenAPI 3 documents, for clients that still read
+// /openapi/v2: schemas under definitions, $refs renamed, single-ref allOf
+// wrappers undone, bodies and responses as v2 spells them.
+void to_v2_schema(json& j) {
+  if (j.is_array()) {
+    for (json& v : j) to_v2_schema(v);
+    return;
+  }
+  if (!j.is_object()) return;
+  if (auto a = j.find("allOf"); a != j.end() && a->is_array() && a->size() == 1 &&
+                                (*a)[0].is_object() && (*a)[0].contains("$ref")) {
+    json ref = (*a)[0]["$ref"];
+    j.erase("allOf");
+    j["$ref"] = std::move(ref);
+  }
+  if (auto r = j.find("$ref"); r != j.end() && r->is_string()) {
+    const std::string ref = r->get<std::string>();
+    if (ref.starts_with("#/components/schemas/"))
+      *r = "#/definitions/" + ref.substr(std::string("#/components/schemas/").size());
+  }
+  j.erase("nullable");
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (it.key() == "properties" && it->is_object()) {
+      for (auto p = it->begin(); p != it->end(); ++p) to_v2_schema(*p);  // keys are field names
+    } else {
+      to_v2_schema(*it);
+    }
+  }
+}
+
+void to_v2_parameters(json& params) {
+  if (!params.is_array()) return;
+  for (json& p : params) {
+    if (!p.is_object()) continue;
+    auto sch = p.find("schema");
+    if (sch != p.end() && sch->is_object() && sch->contains("type")) {
+      json type = (*sch)["type"];
+      p.erase("schema");
+      p["type"] = std::move(type);
+    }
+    if (p.value("in", "") == "path") p["required"] = true;  // Swagger 2.0 wants it said
+  }
+}
+
+json to_v2_operation(json op) {
+  json params = op.value("parameters", json::array());
+  to_v2_parameters(params);
+  if (auto body = op.find("requestBody"); body != op.end() && body->is_object()) {
+    const json& content = body->value("content", json::object());
+    json consumes = json::array();
+    json schema = json::object();
+    for (auto it = content.begin(); it != content.end(); ++it) {
+      consumes.push_back(it.key());
+      if (schema.empty()) schema = it->value("schema", json::object());
+    }
+    to_v2_schema(schema);
+    params.push_back({{"name", "body"}, {"in", "body"}, {"required", true}, {"schema", schema}});
+    op["consumes"] = std::move(consumes);
+    op.erase("requestBody");
+  }
+  if (auto rs = op.find("responses"); rs != op.end() && rs->is_object()) {
+    json produces = json::array();
+    for (auto it = rs->begin(); it != rs->end(); ++it) {
+      json& r = it.value();
+      if (!r.is_object() || !r.contains("content")) continue;
+      json schema;
+      for (auto c = r["content"].begin(); c != r["content"].end(); ++c) {
+        if (std::find(produces.begin(), produces.end(), c.key()) == produces.end())
+          produces.push_back(c.key());
+        if (schema.is_null()) schema = c->value("schema", json::object());
+      }
+      r.erase("content");
+      if (!schema.is_null()) {
+        to_v2_schema(schema);
+        r["schema"] = std::move(schema);
+      }
+    }
+    if (!produces.empty()) op["produces"] = std::move(produces);
+  }
+  op["parameters"] = std::move(params);
+  return op;
+}
+
+std::string v2_document(const OpenApiCache& cache) {
+  json paths = json::object();
+  json definitions = json::object();
+  for (const auto& [path, doc] : cache.docs) {
+    json v3 = json::parse(doc.first, nullptr, false);
+    if (!v3.is_object()) continue;
+    json& schemas = v3["components"]["schemas"];
+    for (auto it = schemas.begin(); it != schemas.end(); ++it) {
+      json schema = std::move(it.value());
+      to_v2_schema(schema);
+      definitions[it.key()] = std::move(schema);
+    }
+    json& ps = v3["paths"];
+    for (auto it = ps.begin(); it != ps.end(); ++it) {
+      json item = json::object();
+      for (auto m = it->begin(); m != it->end(); ++m) {
+        if (m.key() == "parameters") {
+          json params = m.value();
+          to_v2_parameters(params);
+          item["parameters"] = std::move(params);
+        } else if (m->is_object()) {
+          item[m.key()] = to_v2_operation(std::move(m.value()));
+        }
+      }
+      paths[it.key()] = std::move(item);
+    }
+  }
+  return json{{"swagger", "2.0"},
+              {"info", {{"title", "Kubernetes"}, {"version", "v1.32.0"}}},
+              {"paths", std::move(paths)},
+              {"definitions", std::move(definitions)}}
+      .dump();
+}
+
+// The v2 document of the current v3 documents, made again only when one of
+// them changed (their hashes are the key). Called under cache.mu.
+const std::pair<std::string, std::string>& v2_of(const OpenApiCache& cache) {
+  static std::pair<std::string, std::string> last;  // (key, body)
+  static std::pair<std::string, std::string> out;   // (body, hash)
+  std::string key;
+  for (const auto& [path, doc] : cache.docs) key += path + "=" + doc.second + ";";
+  if (last.first != key || out.first.empty()) {
+    out.first = v2_document(cache);
+    char hash[32];
+    std::snprintf(hash, sizeof hash, "%016zX", std::hash<std::string>{}(out.first));
+    out.second = hash;
+    last.first = std::move(key);
+  }
+  return out;
+}
+
 }  // namespace
 
 http::Response handle_openapi(Server& s, const http::Request& req) {
   OpenApiCache& cache = s.openapi_cache();
   std::string path = req.path;
   while (path.size() > 1 && path.back() == '/') path.pop_back();
-  if (path == "/openapi/v2")
-    return error_response(Status::not_found("the server could not find the requested resource"));
-  if (!path.starts_with("/openapi/v3"))
+  if (path != "/openapi/v2" && !path.starts_with("/openapi/v3"))
     return error_response(Status::not_found("the server could not find the requested resource"));
 
   std::lock_guard lock(cache.mu);
   refresh(s, cache);
+  if (path == "/openapi/v2") {
+    // JSON only. A client that accepts nothing but the protobuf form (kubectl
+    // when it has no OpenAPI v3) is answered as before there was a v2: 404,
+    // which it handles by going on without the document.
+    const std::string accept(req.header("Accept"));
+    if (!accept.empty() && accept.find("json") == std::string::npos &&
+        accept.find("*/*") == std::string::npos)
+      return error_response(Status::not_found("the server could not find the requested resource"));
+    const auto& [body, hash] = v2_of(cache);
+    http::Response r;
+    r.status = 200;
+    r.set_header("Content-Type", "application/json");
+    r.set_header("Etag", "\"" + hash + "\"");
+    if (req.header("If-None-Match") == "\"" + hash + "\"") {
+      r.status = 304;
+      return r;
+    }
+    r.body = body;
+    return r;
+  }
   if (path == "/openapi/v3") {
     json paths = json::object();
     for (const auto& [p, doc] : cache.docs)

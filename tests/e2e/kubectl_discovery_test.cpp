@@ -169,3 +169,40 @@ TEST_CASE("vkube serve stops cleanly on SIGTERM", "[e2e]") {
 
 }  // namespace
 }  // namespace vkube::e2e
+
+namespace vkube::e2e {
+namespace {
+
+// /openapi/v2 for the clients that still read Swagger 2.0: every kind's
+// schema under definitions with its group-version-kind, references that
+// resolve there, and operations as v2 spells them.
+TEST_CASE("/openapi/v2 serves Swagger 2.0 made from the v3 documents", "[e2e]") {
+  Cluster c;
+  nlohmann::json doc = c.raw_json("/openapi/v2");
+  CHECK(doc["swagger"] == "2.0");
+  const nlohmann::json& defs = doc["definitions"];
+  REQUIRE(defs.contains("io.k8s.api.core.v1.Pod"));
+  CHECK(defs["io.k8s.api.core.v1.Pod"]["x-kubernetes-group-version-kind"][0]["kind"] == "Pod");
+  CHECK(defs.contains("io.k8s.api.apps.v1.Deployment"));
+  const std::string text = doc.dump();
+  CHECK(text.find("#/components/") == std::string::npos);
+  // Every reference names a definition that is there.
+  for (size_t at = text.find("\"#/definitions/"); at != std::string::npos;
+       at = text.find("\"#/definitions/", at + 1)) {
+    const size_t from = at + 15;
+    const std::string name = text.substr(from, text.find('"', from) - from);
+    INFO(name);
+    REQUIRE(defs.contains(name));
+  }
+  const nlohmann::json& create = doc["paths"]["/api/v1/namespaces/{namespace}/pods"]["post"];
+  bool body = false, ns = false;
+  for (const auto& p : create["parameters"]) {
+    if (p["in"] == "body") body = p["schema"].contains("$ref");
+    if (p["in"] == "path" && p["name"] == "namespace") ns = p.value("required", false);
+  }
+  CHECK(body);
+  CHECK(ns);
+}
+
+}  // namespace
+}  // namespace vkube::e2e
