@@ -120,9 +120,25 @@ http::Response create_object(Context& c, json obj, bool track, bool may_defer) {
   if (r.plural == "pods" && r.gv.group.empty()) obj["status"]["qosClass"] = pod_qos_class(obj);
   if (track) track_fields(c, nullptr, obj);
 
+  // Mutating webhooks see the defaulted object; what they change is defaulted again.
+  const bool dynamic = c.server.admission().active();
+  if (dynamic) {
+    AdmissionRequest a{"CREATE", "", name, c.info.namespace_, std::move(obj), nullptr,
+                       write_options(c, "CreateOptions")};
+    auto err = c.server.admission().mutate(c, a);
+    obj = std::move(a.object);
+    if (err) return error_response(*err);
+    apply_kind_defaults(c.kind, obj);
+  }
+
   if (auto err = validate_object(c, obj, nullptr)) return error_response(*err);
   if (auto err = admit_namespace(c, c.info.namespace_, name)) return error_response(*err);
   if (auto err = admit_pod_security(c, obj, c.info.namespace_, name)) return error_response(*err);
+  if (dynamic) {
+    AdmissionRequest a{"CREATE", "", name, c.info.namespace_, obj, nullptr,
+                       write_options(c, "CreateOptions")};
+    if (auto err = c.server.admission().validate(c, a)) return error_response(*err);
+  }
   if (r.plural == "services" && r.gv.group.empty()) {
     if (auto err = c.server.service_ips().assign(obj, c.dry_run())) return error_response(*err);
   }
@@ -172,7 +188,7 @@ http::Response create_object(Context& c, json obj, bool track, bool may_defer) {
   if (answer_stored) {
     if (auto answer = stored_answer(stored, kv->mod_revision)) return std::move(*answer);
   }
-  meta["resourceVersion"] = std::to_string(kv->mod_revision);
+  obj["metadata"]["resourceVersion"] = std::to_string(kv->mod_revision);
   return object_response(c, 201, std::move(obj));
 }
 

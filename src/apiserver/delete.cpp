@@ -166,6 +166,25 @@ Result<Deleted> delete_one(Context& c, const std::string& ns, const std::string&
   return Status::conflict("the object is being modified concurrently; please retry");
 }
 
+// Validating admission of a deletion: the object as it is now is the old object.
+std::optional<ApiError> admit_delete(Context& c, const std::string& ns, const std::string& name,
+                                     const json* current) {
+  if (!c.server.admission().active()) return std::nullopt;
+  json old;
+  if (current != nullptr) {
+    old = *current;
+  } else {
+    auto kv = c.server.backend().get(Registry::key(c.kind, ns, name));
+    if (!kv.is_ok()) return std::nullopt;  // delete_one answers the 404
+    auto obj = decode_stored(*kv);
+    if (!obj.is_ok()) return std::nullopt;
+    old = std::move(obj).value();
+  }
+  AdmissionRequest a{"DELETE", "", name, ns, nullptr, std::move(old),
+                     write_options(c, "DeleteOptions")};
+  return c.server.admission().validate(c, a);
+}
+
 }  // namespace
 
 http::Response handle_delete(Context& c) {
@@ -181,6 +200,7 @@ http::Response handle_delete(Context& c) {
         Status(Code::kForbidden,
                "namespaces \"" + name + "\" is forbidden: this namespace may not be deleted"),
         {{"name", name}, {"kind", "namespaces"}}));
+  if (auto err = admit_delete(c, c.info.namespace_, name, nullptr)) return error_response(*err);
   auto d = delete_one(c, c.info.namespace_, c.info.name, *opts);
   if (!d.is_ok()) {
     if (d.status().code() == Code::kConflict && d.status().message().starts_with("Precondition"))
@@ -205,6 +225,8 @@ http::Response handle_delete_collection(Context& c) {
   if (!listed.is_ok()) return error_response(listed.status());
   json items = json::array();
   for (json& obj : listed->items) {
+    if (auto err = admit_delete(c, namespace_of(obj), name_of(obj), &obj))
+      return error_response(*err);
     auto d = delete_one(c, namespace_of(obj), name_of(obj), *opts);
     if (!d.is_ok()) {
       if (d.status().code() == Code::kNotFound) continue;

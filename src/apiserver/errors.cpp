@@ -38,6 +38,7 @@ std::string_view reason(Code code) {
 }
 
 json status_object(const ApiError& e) {
+  if (e.raw.is_object()) return e.raw;
   json s = {{"kind", "Status"},
             {"apiVersion", "v1"},
             {"metadata", json::object()},
@@ -71,6 +72,8 @@ http::Response json_response(int code, const json& body) {
 }
 
 http::Response error_response(const ApiError& e) {
+  if (e.raw.is_object() && e.raw.contains("code") && e.raw["code"].is_number_integer())
+    return json_response(e.raw["code"].get<int>(), e.raw);
   return json_response(http_code(e.status.code()), status_object(e));
 }
 

@@ -21,6 +21,11 @@ struct ApiError {
   Status status;
   json details = json::object();
 
+  // A whole Status object given by someone else (an admission webhook's
+  // answer, whose code and reason need not be one of Code's): sent as it is
+  // when set.
+  json raw;
+
   ApiError(Status s) : status(std::move(s)) {}  // NOLINT(google-explicit-constructor)
   ApiError(Status s, json d) : status(std::move(s)), details(std::move(d)) {}
 };

@@ -26,7 +26,8 @@ Server::Server(Options options)
     : options_(std::move(options)),
       watches_(std::make_unique<WatchDispatcher>(metrics_)),
       service_ips_(std::make_unique<ServiceIpAllocator>(options_.service_cidr)),
-      authorizer_(std::make_unique<Authorizer>(options_.backend)) {
+      authorizer_(std::make_unique<Authorizer>(options_.backend)),
+      admission_(std::make_unique<Admission>(options_.backend)) {
   service_ips_->set_backend(options_.backend);
   if (!options_.gpu_quota.empty() && options_.backend != nullptr) {
     gpu_quota_ = std::make_unique<GpuQuotaAdmission>(
@@ -63,6 +64,7 @@ void Server::shutdown() {
   ready_ = false;
   watches_->shutdown();
   authorizer_->shutdown();
+  admission_->shutdown();
   if (gpu_quota_) gpu_quota_->shutdown();
 }
 
@@ -164,6 +166,8 @@ bool Server::serves_without_blocking(const http::Request& req) {
   if (!info.is_resource_request || !info.subresource.empty()) return false;
   if (info.verb == "get") return true;  // one object, from memory or RocksDB's cache
   if (info.verb != "create") return false;
+  // Webhooks are called from the handler: not on the I/O thread.
+  if (admission_->active()) return false;
   // Only the creates whose commit create_object() defers (bindings have a
   // handler of their own, which waits): anything else would sync on the I/O
   // thread. Its answer must be the stored JSON, and a custom resource may be

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "admission.h"
 #include "errors.h"
 #include "metrics.h"
 #include "registry.h"
@@ -69,6 +70,8 @@ class Server final : public ApiServer {
   WatchDispatcher& watches() { return *watches_; }
   ServiceIpAllocator& service_ips() { return *service_ips_; }
   Authorizer& authorizer() { return *authorizer_; }
+  // Webhooks and admission policies (admission.h).
+  Admission& admission() { return *admission_; }
   // nullptr when the tenant has no GPU quota.
   GpuQuotaAdmission* gpu_quota() { return gpu_quota_.get(); }
   bool ready() const { return ready_; }
@@ -91,6 +94,7 @@ class Server final : public ApiServer {
   std::unique_ptr<WatchDispatcher> watches_;
   std::unique_ptr<ServiceIpAllocator> service_ips_;
   std::unique_ptr<Authorizer> authorizer_;
+  std::unique_ptr<Admission> admission_;
   std::unique_ptr<GpuQuotaAdmission> gpu_quota_;
   OpenApiCache openapi_cache_;
   std::mutex crd_mu_;
@@ -174,6 +178,9 @@ Result<json> decode_body(Context& c);
 Status check_fields(Context& c, json& obj, const std::vector<std::string>& duplicates);
 // Whether the request's fieldValidation wants duplicate keys noted.
 bool notes_duplicates(const Context& c);
+// The options object an admission webhook is shown (CreateOptions, UpdateOptions,
+// DeleteOptions): dryRun and fieldManager as the request gave them.
+json write_options(const Context& c, const std::string& kind);
 // Checks the dryRun parameter ("All" or absent).
 Status check_dry_run(const Context& c);
 // Validates generic metadata and the kind's rules; Invalid error if any.

@@ -73,6 +73,14 @@ http::Response guaranteed_update(Context& c, const Transform& transform, const F
       return error_response(bad_request(
           "the namespace of the provided object does not match the namespace sent on the request"));
 
+    const bool dynamic = c.server.admission().active();
+    if (dynamic) {
+      AdmissionRequest a{"UPDATE", c.info.subresource, name, c.info.namespace_, std::move(next),
+                         cur, write_options(c, "UpdateOptions")};
+      auto err = c.server.admission().mutate(c, a);
+      next = std::move(a.object);
+      if (err) return error_response(*err);
+    }
     prepare_update(c, cur, next);
     fields(cur, next);
     if (c.info.subresource.empty()) {
@@ -88,6 +96,11 @@ http::Response guaranteed_update(Context& c, const Transform& transform, const F
       if (auto err = validate_object(c, next, adopts ? &adopted : &cur))
         return error_response(*err);
       if (adopts && !c.dry_run()) c.server.service_ips().adopt(cur, next);
+    }
+    if (dynamic) {
+      AdmissionRequest a{"UPDATE", c.info.subresource, name, c.info.namespace_, next, cur,
+                         write_options(c, "UpdateOptions")};
+      if (auto err = c.server.admission().validate(c, a)) return error_response(*err);
     }
     const auto expected = std::stoll(cur_rv);
     auto committed = commit_update(c, key, cur, next, expected);

@@ -140,6 +140,15 @@ std::optional<ApiError> validate_object(Context& c, const json& obj, const json*
   return invalid(c.resource(), name, errs);
 }
 
+json write_options(const Context& c, const std::string& kind) {
+  json o = {{"kind", kind}, {"apiVersion", "meta.k8s.io/v1"}};
+  if (c.dry_run()) o["dryRun"] = json::array({"All"});
+  if (kind != "DeleteOptions") {
+    if (auto m = c.param("fieldManager")) o["fieldManager"] = *m;
+  }
+  return o;
+}
+
 std::optional<ApiError> admit_namespace(Context& c, const std::string& ns,
                                         const std::string& name) {
   if (!c.resource().namespaced || ns.empty()) return std::nullopt;

@@ -179,6 +179,16 @@ inline bool unsupported_by_vkube(std::string_view error) {
 // compile() through a process-wide cache keyed by the expression text (bounded; thread-safe).
 std::shared_ptr<const Program> compile_cached(std::string_view expr, std::string* error);
 
+// As compile(), for admission expressions (ValidatingAdmissionPolicy, webhook matchConditions):
+// the identifiers in `names` (object, oldObject, request, params, ...) are declared instead of
+// self and oldSelf, and evaluate() binds `self` to a map holding each of them by name.
+std::shared_ptr<const Program> compile_in(std::string_view expr,
+                                          const std::vector<std::string>& names,
+                                          std::string* error);
+std::shared_ptr<const Program> compile_in_cached(std::string_view expr,
+                                                 const std::vector<std::string>& names,
+                                                 std::string* error);
+
 struct EvalOptions {
   // The structural schema of `self` (and `oldSelf`): integer fields are CEL ints, number fields
   // doubles, list-type set/map lists compare and concatenate as kube's do. nullptr: typed by JSON.

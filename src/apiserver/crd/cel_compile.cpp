@@ -114,6 +114,7 @@ bool is_reserved(std::string_view name) {
 
 class Resolver {
  public:
+  explicit Resolver(const std::vector<std::string>* env = nullptr) : env_(env) {}
   bool run(Node& root, Issue* issue) {
     bool ok = resolve(root);
     if (!ok) *issue = issue_;
@@ -154,6 +155,7 @@ class Resolver {
       n.slot = static_cast<int>(scope_.rend() - it) - 1;
       return true;
     }
+    if (env_ != nullptr) return resolve_env_ident(n);
     if (n.name == "self") {
       n.slot = kSlotSelf;
       return true;
@@ -169,6 +171,32 @@ class Resolver {
       n.lit.s = n.name;
       return true;
     }
+    if (is_reserved(n.name)) return fail(n.offset, "reserved identifier: " + n.name);
+    return fail(n.offset, "undeclared reference to '" + n.name + "' (in container '')");
+  }
+
+  // An admission expression's variable (object, request, ...) is a field of the map bound to
+  // `self`, which the expression itself cannot name.
+  bool resolve_env_ident(Node& n) {
+    if (std::find(env_->begin(), env_->end(), n.name) != env_->end()) {
+      auto root = std::make_unique<Node>();
+      root->kind = NodeKind::kIdent;
+      root->slot = kSlotSelf;
+      root->offset = n.offset;
+      root->name = "self";
+      n.kind = NodeKind::kSelect;
+      n.depth = 2;
+      n.args.push_back(std::move(root));
+      return true;
+    }
+    if (is_type_name(n.name)) {
+      n.kind = NodeKind::kLiteral;
+      n.lit.kind = LitKind::kType;
+      n.lit.s = n.name;
+      return true;
+    }
+    if (n.name == "authorizer")
+      return fail(n.offset, "'authorizer' is not supported by vkube");
     if (is_reserved(n.name)) return fail(n.offset, "reserved identifier: " + n.name);
     return fail(n.offset, "undeclared reference to '" + n.name + "' (in container '')");
   }
@@ -234,6 +262,7 @@ class Resolver {
     return true;
   }
 
+  const std::vector<std::string>* env_;
   std::vector<std::string> scope_;
   bool uses_old_self_ = false;
   Issue issue_;
@@ -331,7 +360,8 @@ std::size_t count_code_points(std::string_view s) {
   return n;
 }
 
-std::shared_ptr<const Program> compile_unguarded(std::string_view expr, std::string* error) {
+std::shared_ptr<const Program> compile_unguarded(std::string_view expr, std::string* error,
+                                                 const std::vector<std::string>* env = nullptr) {
   std::size_t size = count_code_points(expr);
   if (size > kMaxExpressionCodePoints) {
     *error = "expression code point size exceeds limit: size: " + std::to_string(size) +
@@ -345,7 +375,7 @@ std::shared_ptr<const Program> compile_unguarded(std::string_view expr, std::str
     return nullptr;
   }
   std::unique_ptr<Node> root = parse(expr, std::move(toks), &issue);
-  Resolver resolver;
+  Resolver resolver(env);
   if (!root || !resolver.run(*root, &issue)) {
     *error = format_issue(expr, issue);
     return nullptr;
@@ -375,6 +405,33 @@ std::shared_ptr<const Program> compile(std::string_view expr, std::string* error
     *error = std::string("compilation failed: ") + e.what();
     return nullptr;
   }
+}
+
+std::shared_ptr<const Program> compile_in(std::string_view expr,
+                                          const std::vector<std::string>& names,
+                                          std::string* error) {
+  std::string scratch;
+  if (error == nullptr) error = &scratch;
+  error->clear();
+  try {
+    return detail::compile_unguarded(expr, error, &names);
+  } catch (const std::exception& e) {
+    *error = std::string("compilation failed: ") + e.what();
+    return nullptr;
+  }
+}
+
+std::shared_ptr<const Program> compile_in_cached(std::string_view expr,
+                                                 const std::vector<std::string>& names,
+                                                 std::string* error) {
+  static CompileCache<Program> cache(4096);
+  std::string key;
+  for (const std::string& n : names) key += n + ",";
+  key += '\n';
+  key += expr;
+  return cache.get(key, error, [&](std::string_view, std::string* err) {
+    return compile_in(expr, names, err);
+  });
 }
 
 std::shared_ptr<const Program> compile_cached(std::string_view expr, std::string* error) {

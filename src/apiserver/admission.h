@@ -1,0 +1,90 @@
+// Dynamic admission: MutatingWebhookConfigurations, ValidatingWebhookConfigurations and
+// ValidatingAdmissionPolicies (with their bindings), applied in the request path of every write
+// as kube-apiserver's MutatingAdmissionWebhook, ValidatingAdmissionPolicy and
+// ValidatingAdmissionWebhook plugins apply them:
+//
+//   decode, default -> mutate() -> validation -> built-in admission -> validate() -> storage
+//
+// The configurations are read from the store once and kept compiled until one of them changes
+// (a watch on their prefix, as the RBAC authorizer keeps its policy), so a write costs one
+// comparison while none exist. Files: admission.cpp (the snapshot, matching, the mutating and
+// validating passes), admission_webhook.cpp (reaching a webhook and the AdmissionReview
+// exchange), admission_policy.cpp (ValidatingAdmissionPolicy over CEL).
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "errors.h"
+#include "vkube/storage/backend.h"
+
+namespace vkube::apiserver {
+
+using json = nlohmann::json;
+struct Context;
+
+// One admission request: what kube's admission.Attributes carry.
+struct AdmissionRequest {
+  std::string operation;  // CREATE, UPDATE, DELETE or CONNECT
+  std::string subresource;
+  std::string name, ns;
+  // The object after the request (null for DELETE) and before it (null for CREATE).
+  json object;
+  json old_object;
+  // CreateOptions, UpdateOptions, DeleteOptions (or null).
+  json options;
+};
+
+namespace admission {
+struct Snapshot;
+}
+
+class Admission {
+ public:
+  // `backend` (not owned) must outlive the admission or its shutdown().
+  explicit Admission(storage::Backend* backend);
+  ~Admission();
+  Admission(const Admission&) = delete;
+  Admission& operator=(const Admission&) = delete;
+
+  // Whether any webhook configuration or policy binding is stored: when none is, a write skips
+  // dynamic admission altogether. Cheap; thread-safe.
+  bool active();
+
+  // The mutating webhooks that match, in the order of their configurations' names and then their
+  // own, each given the object as the previous one left it (JSONPatch answers applied), those
+  // with reinvocationPolicy IfNeeded once more when a later one changed it. On success
+  // `r.object` is the mutated object. A denial, or a failing call of a webhook whose
+  // failurePolicy is Fail, is the error kube answers.
+  std::optional<ApiError> mutate(Context& c, AdmissionRequest& r);
+  // The validating admission policies, then the validating webhooks (in parallel, as kube calls
+  // them) that match; the first denial or failure is the answer.
+  std::optional<ApiError> validate(Context& c, const AdmissionRequest& r);
+
+  // Ends the watch (before the backend closes). Idempotent.
+  void shutdown();
+
+ private:
+  std::shared_ptr<const admission::Snapshot> snapshot(std::string* error);
+  void subscribe();  // rebuild_mu_ held
+
+  storage::Backend* backend_;
+  std::atomic<storage::Revision> revision_{0};
+  std::atomic<bool> watching_{false};
+  std::atomic<int> active_{-1};  // -1: not known yet
+  std::mutex mu_;
+  std::shared_ptr<const admission::Snapshot> snapshot_;  // guarded by mu_
+  storage::Revision built_revision_ = -1;                 // guarded by mu_
+  std::mutex rebuild_mu_;
+  std::unique_ptr<storage::Watch> watch_;
+  bool shut_down_ = false;
+};
+
+}  // namespace vkube::apiserver
