@@ -165,7 +165,9 @@ bool namespace_selector_matches(Context& c, const api::LabelSelector& s,
 
 bool resources_match(Context& c, const MatchResources& m, const Target& t,
                      const AdmissionRequest& r, const json& namespace_object) {
-  bool hit = false;
+  // No resourceRules (a binding's matchResources may leave them out): every resource the
+  // policy's own constraints match.
+  bool hit = m.rules.empty();
   for (const Rule& rule : m.rules) hit = hit || rule_matches(rule, t);
   if (!hit) return false;
   for (const Rule& rule : m.exclude)
@@ -487,7 +489,8 @@ Applies webhook_applies(Context& c, const Webhook& w, const admission::Target& t
 }
 
 ApiError call_failed(const Webhook& w, const std::string& why) {
-  return ApiError(Status::internal("failed calling webhook \"" + w.name + "\": " + why));
+  return ApiError(Status::internal("Internal error occurred: failed calling webhook \"" + w.name +
+                                  "\": " + why));
 }
 
 ApiError denied(const Webhook& w, const json& result) {

@@ -9,7 +9,8 @@
 // or it is stopped, and exits with --exit-code. With --echo-listen it also
 // serves a TCP echo port (each connection gets back what it sends), and with
 // --source-listen one that sends bytes until the peer closes: the far ends
-// for `kubectl port-forward` tests and benchmarks.
+// for `kubectl port-forward` tests and benchmarks. With --webhook-listen it is an admission
+// webhook server (workload_webhook.cpp).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -25,6 +26,7 @@
 #include <vector>
 
 #include "command.h"
+#include "workload_webhook.h"
 
 namespace vkube::cli {
 namespace {
@@ -111,8 +113,15 @@ int run_workload(const Args& args) {
       "echo-listen", "", "also serve a TCP echo port on IPv4:PORT (0.0.0.0 is the pod's IP)");
   std::string& source = flags.add_string(
       "source-listen", "", "also serve a TCP port that sends bytes until the peer closes");
+  std::string& webhook = flags.add_string(
+      "webhook-listen", "",
+      "also serve admission webhooks over HTTPS on IPv4:PORT (paths: /label/KEY/VALUE, /count, "
+      "/deny-label/KEY, /slow/MS, /warn)");
+  std::string& webhook_certs = flags.add_string(
+      "webhook-cert-dir", "", "the folder holding tls.crt and tls.key for --webhook-listen");
   if (int rc = parse_or_exit(flags, log_flags, args); rc >= 0) return rc;
   block_signals();
+  if (!webhook.empty() && !start_webhook_server(webhook, webhook_certs)) return 2;
   if (!echo.empty() && !start_server(echo, echo_connection, "--echo-listen")) return 2;
   if (!source.empty() && !start_server(source, source_connection, "--source-listen")) return 2;
   for (int64_t i = 1; i <= lines; ++i) {

@@ -1,5 +1,6 @@
 #include "local_pods.h"
 
+#include <cstdio>
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -11,6 +12,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -291,6 +293,39 @@ Status LocalPods::start(const std::string& key, const json& pod, const std::stri
       volumes[vname] = std::move(folder).value();
     } else {
       volumes[vname] = dir / "volumes" / vname;
+      // A Secret or ConfigMap volume holds a file per key (or per listed item), as the
+      // kubelet writes them; the pod waits while the object is missing, unless optional.
+      const bool secret_volume = field(v, "secret").is_object();
+      if (secret_volume || field(v, "configMap").is_object()) {
+        const json& src = field(v, secret_volume ? "secret" : "configMap");
+        const std::string obj_name = str(src, {secret_volume ? "secretName" : "name"});
+        auto data = read_data(client_, ns, secret_volume ? "secrets" : "configmaps", obj_name);
+        if (!data) {
+          if (field(src, "optional").is_boolean() && field(src, "optional").get<bool>()) continue;
+          return Status::unavailable(std::string(secret_volume ? "secret" : "configmap") + " \"" +
+                                     obj_name + "\" not found");
+        }
+        std::map<std::string, std::string> files;
+        if (field(src, "items").is_array() && !field(src, "items").empty()) {
+          for (const json& item : field(src, "items")) {
+            auto it = data->find(str(item, {"key"}));
+            if (it != data->end() && !str(item, {"path"}).empty())
+              files[str(item, {"path"})] = it->second;
+          }
+        } else {
+          files = std::move(*data);
+        }
+        for (const auto& [file, content] : files) {
+          if (file.find("..") != std::string::npos) continue;
+          const fs::path target = volumes[vname] / file;
+          fs::create_directories(target.parent_path(), ec);
+          std::FILE* f = std::fopen(target.c_str(), "wb");
+          if (f == nullptr)
+            return Status::unavailable("cannot write " + target.string());
+          std::fwrite(content.data(), 1, content.size(), f);
+          std::fclose(f);
+        }
+      }
     }
   }
 
