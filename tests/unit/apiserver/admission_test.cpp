@@ -1,0 +1,372 @@
+// Dynamic admission through the API server's whole chain over a real store: webhooks reached by
+// URL at a TLS server of the test's own (its answers chosen per path), and
+// ValidatingAdmissionPolicies; plus the rule matching and the CEL environment they use.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "apiserver/admission_internal.h"
+#include "support/api_server.h"
+#include "vkube/common/base64.h"
+#include "vkube/http/server.h"
+#include "vkube/pki/pki.h"
+
+namespace vkube::apiserver {
+namespace {
+
+using json = nlohmann::json;
+using Answer = std::function<json(const json& request)>;
+
+// A webhook server on 127.0.0.1 with a certificate of its own CA; `answer(path)` gives the
+// response part of the AdmissionReview (uid filled in unless the answer sets one).
+struct WebhookServer {
+  testing::TempDir dir;
+  pki::Bundle pki;
+  std::unique_ptr<http::Server> server;
+  std::mutex mu;
+  std::map<std::string, Answer> answers;
+  std::map<std::string, int> calls;
+
+  WebhookServer() {
+    pki::PkiOptions o;
+    o.dir = dir.path();
+    auto b = pki::ensure_pki(o);
+    REQUIRE(b.is_ok());
+    pki = *b;
+    http::ServerOptions so;
+    so.tls = http::TlsConfig{pki.serving.cert_pem, pki.serving.key_pem, ""};
+    so.worker_threads = 4;
+    auto s = http::Server::start(std::move(so), [this](http::Request& req) {
+      json review = json::parse(req.body, nullptr, false);
+      Answer answer;
+      {
+        std::lock_guard lock(mu);
+        ++calls[req.path];
+        answer = answers[req.path];
+      }
+      json response = answer ? answer(review["request"]) : json{{"allowed", true}};
+      if (!response.contains("uid")) response["uid"] = review["request"]["uid"];
+      http::Response resp;
+      resp.headers.push_back({"Content-Type", "application/json"});
+      resp.body = json{{"apiVersion", "admission.k8s.io/v1"},
+                       {"kind", "AdmissionReview"},
+                       {"response", response}}
+                      .dump();
+      return resp;
+    });
+    REQUIRE(s.is_ok());
+    server = std::move(s).value();
+  }
+  ~WebhookServer() { server->shutdown(std::chrono::seconds(1)); }
+
+  void on(const std::string& path, Answer a) {
+    std::lock_guard lock(mu);
+    answers[path] = std::move(a);
+  }
+  int called(const std::string& path) {
+    std::lock_guard lock(mu);
+    return calls[path];
+  }
+  std::string url(const std::string& path) const {
+    return "https://127.0.0.1:" + std::to_string(server->port()) + path;
+  }
+  std::string ca() const { return base64_encode(pki.ca.cert_pem); }
+};
+
+struct Cluster : testing::ApiServerOverStore {
+  Cluster() {
+    REQUIRE(call("POST", "/api/v1/namespaces", {{"metadata", {{"name", "w"}}}}).status == 201);
+  }
+
+  http::Response call(const std::string& method, const std::string& target,
+                      const json& body = nullptr,
+                      const std::string& content_type = "application/json") {
+    http::Request req = testing::request(method, target);
+    req.peer = http::PeerCertificate{"admin", {"system:masters"}};
+    if (!body.is_null()) {
+      req.body = body.dump();
+      req.headers.push_back({"Content-Type", content_type});
+    }
+    return api->handle(req);
+  }
+  http::Response configmap(const std::string& name, const json& labels = json::object(),
+                           const std::string& query = "") {
+    return call("POST", "/api/v1/namespaces/w/configmaps" + query,
+                {{"metadata", {{"name", name}, {"labels", labels}}}, {"data", {{"a", "b"}}}});
+  }
+};
+
+json webhook(const std::string& name, const std::string& url, const std::string& ca,
+             json extra = json::object()) {
+  json w = {{"name", name},
+            {"clientConfig", {{"url", url}, {"caBundle", ca}}},
+            {"rules",
+             {{{"operations", {"CREATE", "UPDATE"}},
+               {"apiGroups", {""}},
+               {"apiVersions", {"v1"}},
+               {"resources", {"configmaps"}}}}},
+            {"sideEffects", "None"},
+            {"admissionReviewVersions", {"v1"}}};
+  w.update(extra);
+  return w;
+}
+
+json configuration(const std::string& name, json hooks) {
+  return {{"metadata", {{"name", name}}}, {"webhooks", std::move(hooks)}};
+}
+
+std::string message(const http::Response& r) {
+  return json::parse(r.body).value("message", "");
+}
+
+json patch_of(const json& ops) {
+  return {{"allowed", true}, {"patchType", "JSONPatch"}, {"patch", base64_encode(ops.dump())}};
+}
+
+const char* kMutating = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations";
+const char* kValidating = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
+
+}  // namespace
+
+TEST_CASE("a mutating webhook's JSONPatch is stored, but not its changes to system fields",
+          "[apiserver][admission]") {
+  WebhookServer hooks;
+  Cluster c;
+  hooks.on("/m", [](const json& req) {
+    CHECK(req["operation"] == "CREATE");
+    CHECK(req["kind"] == json{{"group", ""}, {"version", "v1"}, {"kind", "ConfigMap"}});
+    CHECK(req["userInfo"]["username"] == "admin");
+    CHECK(req["object"]["data"]["a"] == "b");
+    CHECK(req["oldObject"].is_null());
+    return patch_of(json::array({{{"op", "add"}, {"path", "/data/added"}, {"value", "yes"}},
+                                 {{"op", "replace"}, {"path", "/metadata/uid"}, {"value", "x"}}}));
+  });
+  REQUIRE(c.call("POST", kMutating,
+                 configuration("m", {webhook("m.test", hooks.url("/m"), hooks.ca())}))
+              .status == 201);
+  auto r = c.configmap("a");
+  INFO(r.body);
+  REQUIRE(r.status == 201);
+  json got = json::parse(c.call("GET", "/api/v1/namespaces/w/configmaps/a").body);
+  CHECK(got["data"]["added"] == "yes");
+  CHECK(got["metadata"]["uid"] != "x");
+  CHECK(hooks.called("/m") == 1);
+
+  // Deleting the configuration takes the webhook out of the next write.
+  REQUIRE(c.call("DELETE", std::string(kMutating) + "/m").status == 200);
+  REQUIRE(c.configmap("b").status == 201);
+  CHECK(hooks.called("/m") == 1);
+}
+
+TEST_CASE("webhook answers kube refuses, and failurePolicy", "[apiserver][admission]") {
+  WebhookServer hooks;
+  Cluster c;
+  hooks.on("/wrong-uid", [](const json&) { return json{{"uid", "nope"}, {"allowed", true}}; });
+  hooks.on("/slow", [](const json&) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    return json{{"allowed", true}};
+  });
+  hooks.on("/bare-deny", [](const json&) { return json{{"allowed", false}}; });
+  auto with = [&](const std::string& value, json extra) {
+    json e = {{"objectSelector", {{"matchLabels", {{"case", value}}}}}};
+    if (extra.is_object()) e.update(extra);
+    return e;
+  };
+  REQUIRE(c.call("POST", kValidating,
+                 configuration("v", {webhook("uid.test", hooks.url("/wrong-uid"), hooks.ca(),
+                                             with("uid", {})),
+                                     webhook("slow.test", hooks.url("/slow"), hooks.ca(),
+                                             with("slow", {{"timeoutSeconds", 1}})),
+                                     webhook("slow-ignored.test", hooks.url("/slow"), hooks.ca(),
+                                             with("ignored", {{"timeoutSeconds", 1},
+                                                              {"failurePolicy", "Ignore"}})),
+                                     webhook("deny.test", hooks.url("/bare-deny"), hooks.ca(),
+                                             with("deny", {})),
+                                     webhook("untrusted.test", hooks.url("/any"),
+                                             base64_encode(c.dir.path()), with("ca", {}))}))
+              .status == 201);
+
+  auto r = c.configmap("u", {{"case", "uid"}});
+  CHECK(r.status == 500);
+  CHECK(message(r) == "Internal error occurred: failed calling webhook \"uid.test\": received "
+                      "invalid webhook response: expected response.uid=\"" +
+                          message(r).substr(message(r).find("uid=\"") + 5, 36) +
+                          "\", got \"nope\"");
+
+  auto t0 = std::chrono::steady_clock::now();
+  r = c.configmap("s", {{"case", "slow"}});
+  CHECK(r.status == 500);
+  CHECK_THAT(message(r), Catch::EndsWith("/slow?timeout=1s\": context deadline exceeded"));
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(1450));
+
+  r = c.configmap("i", {{"case", "ignored"}});
+  CHECK(r.status == 201);
+
+  r = c.configmap("d", {{"case", "deny"}});
+  CHECK(r.status == 400);
+  CHECK(message(r) == "admission webhook \"deny.test\" denied the request without explanation");
+
+  r = c.configmap("ca", {{"case", "ca"}});
+  CHECK(r.status == 500);
+  CHECK_THAT(message(r), Catch::StartsWith("Internal error occurred: failed calling webhook "
+                                           "\"untrusted.test\": failed to call webhook"));
+  // Nothing that failed was stored.
+  CHECK(c.call("GET", "/api/v1/namespaces/w/configmaps/u").status == 404);
+  CHECK(c.call("GET", "/api/v1/namespaces/w/configmaps/d").status == 404);
+  CHECK(c.call("GET", "/api/v1/namespaces/w/configmaps/i").status == 200);
+}
+
+TEST_CASE("validating admission policies: params, variables, match conditions, actions",
+          "[apiserver][admission]") {
+  Cluster c;
+  const std::string vap = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies";
+  const std::string bindings =
+      "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings";
+  json rules = {{"resourceRules",
+                 {{{"apiGroups", {""}},
+                   {"apiVersions", {"v1"}},
+                   {"operations", {"CREATE", "UPDATE"}},
+                   {"resources", {"configmaps"}}}}}};
+  REQUIRE(c.call("POST", vap,
+                 {{"metadata", {{"name", "size"}}},
+                  {"spec",
+                   {{"paramKind", {{"apiVersion", "v1"}, {"kind", "ConfigMap"}}},
+                    {"matchConstraints", rules},
+                    {"matchConditions",
+                     {{{"name", "not-params"}, {"expression", "object.metadata.name != 'limits'"}}}},
+                    {"variables", {{{"name", "max"}, {"expression", "int(params.data.max)"}}}},
+                    {"validations",
+                     {{{"expression", "size(object.data) <= variables.max"},
+                       {"messageExpression",
+                        "'at most ' + string(variables.max) + ' keys, not ' + "
+                        "string(size(object.data))"},
+                       {"reason", "Forbidden"}}}}}}})
+              .status == 201);
+  REQUIRE(c.call("POST", bindings,
+                 {{"metadata", {{"name", "size-w"}}},
+                  {"spec",
+                   {{"policyName", "size"},
+                    {"validationActions", {"Deny"}},
+                    {"paramRef",
+                     {{"name", "limits"}, {"namespace", "w"},
+                      {"parameterNotFoundAction", "Allow"}}}}}})
+              .status == 201);
+  // No params yet, and parameterNotFoundAction Allow.
+  CHECK(c.configmap("one").status == 201);
+  REQUIRE(c.call("POST", "/api/v1/namespaces/w/configmaps",
+                 {{"metadata", {{"name", "limits"}}}, {"data", {{"max", "1"}}}})
+              .status == 201);
+  auto r = c.call("POST", "/api/v1/namespaces/w/configmaps",
+                  {{"metadata", {{"name", "two"}}}, {"data", {{"a", "1"}, {"b", "2"}}}});
+  CHECK(r.status == 403);
+  json s = json::parse(r.body);
+  CHECK(s["reason"] == "Forbidden");
+  CHECK(s["message"] == "configmaps \"two\" is forbidden: ValidatingAdmissionPolicy 'size' with "
+                        "binding 'size-w' denied request: at most 1 keys, not 2");
+  CHECK(s["details"]["causes"][0]["message"] ==
+        "ValidatingAdmissionPolicy 'size' with binding 'size-w' denied request: at most 1 keys, "
+        "not 2");
+  // Updates are checked too; the match condition exempts the params object itself.
+  CHECK(c.call("PUT", "/api/v1/namespaces/w/configmaps/limits",
+               {{"metadata", {{"name", "limits"}}}, {"data", {{"max", "2"}, {"x", "y"}}}})
+            .status == 200);
+  CHECK(c.call("POST", "/api/v1/namespaces/w/configmaps",
+               {{"metadata", {{"name", "two"}}}, {"data", {{"a", "1"}, {"b", "2"}}}})
+            .status == 201);
+
+  // A policy whose expression fails: Fail denies, Ignore lets it pass; Warn only warns.
+  REQUIRE(c.call("POST", vap,
+                 {{"metadata", {{"name", "broken"}}},
+                  {"spec",
+                   {{"failurePolicy", "Ignore"},
+                    {"matchConstraints", rules},
+                    {"validations", {{{"expression", "object.data.missing == 'x'"}}}}}}})
+              .status == 201);
+  REQUIRE(c.call("POST", bindings,
+                 {{"metadata", {{"name", "broken"}}},
+                  {"spec", {{"policyName", "broken"}, {"validationActions", {"Deny"}}}}})
+              .status == 201);
+  CHECK(c.configmap("three").status == 201);
+  REQUIRE(c.call("POST", vap,
+                 {{"metadata", {{"name", "named"}}},
+                  {"spec",
+                   {{"matchConstraints", rules},
+                    {"validations", {{{"expression", "!object.metadata.name.startsWith('tmp')"},
+                                      {"message", "no temporary names"}}}}}}})
+              .status == 201);
+  REQUIRE(c.call("POST", bindings,
+                 {{"metadata", {{"name", "named"}}},
+                  {"spec", {{"policyName", "named"}, {"validationActions", {"Warn"}}}}})
+              .status == 201);
+  r = c.configmap("tmp1");
+  CHECK(r.status == 201);
+  bool warned = false;
+  for (const auto& h : r.headers)
+    if (h.name == "Warning" &&
+        h.value.find("Validation failed for ValidatingAdmissionPolicy 'named' with binding "
+                     "'named': no temporary names") != std::string::npos)
+      warned = true;
+  CHECK(warned);
+}
+
+TEST_CASE("admission rules match resources and subresources as kube's do", "[admission]") {
+  using admission::Rule;
+  using admission::Target;
+  Rule r;
+  r.operations = {"CREATE"};
+  r.groups = {""};
+  r.versions = {"v1"};
+  r.resources = {"pods"};
+  Target t{"CREATE", "", "v1", "pods", "", "p", true};
+  CHECK(admission::rule_matches(r, t));
+  Target status = t;
+  status.subresource = "status";
+  CHECK_FALSE(admission::rule_matches(r, status));
+  r.resources = {"pods/*"};
+  CHECK(admission::rule_matches(r, status));
+  CHECK(admission::rule_matches(r, t));
+  r.resources = {"*/status"};
+  CHECK(admission::rule_matches(r, status));
+  CHECK_FALSE(admission::rule_matches(r, t));
+  r.resources = {"*"};
+  CHECK(admission::rule_matches(r, t));
+  CHECK_FALSE(admission::rule_matches(r, status));
+  r.scope = "Cluster";
+  CHECK_FALSE(admission::rule_matches(r, t));
+  r.scope = "*";
+  Target update = t;
+  update.operation = "UPDATE";
+  CHECK_FALSE(admission::rule_matches(r, update));
+  r.operations = {"*"};
+  CHECK(admission::rule_matches(r, update));
+  Target apps{"CREATE", "apps", "v1", "deployments", "", "d", true};
+  CHECK_FALSE(admission::rule_matches(r, apps));
+}
+
+TEST_CASE("admission CEL declares object, request and (with a paramKind) params",
+          "[admission][cel]") {
+  auto e = admission::compile_expression("object.metadata.name == request.name", false);
+  REQUIRE(e.program);
+  auto v = crd::cel::evaluate(*e.program,
+                              {{"object", {{"metadata", {{"name", "x"}}}}},
+                               {"request", {{"name", "x"}}}},
+                              nullptr);
+  REQUIRE(v.ok);
+  CHECK(v.value == true);
+  CHECK_FALSE(admission::compile_expression("params.max > 1", false).program);
+  CHECK(admission::compile_expression("params.max > 1", true).program);
+  auto self = admission::compile_expression("self.x", false);
+  CHECK_FALSE(self.program);
+  CHECK_THAT(self.error, Catch::Contains("undeclared reference to 'self'"));
+  auto authz = admission::compile_expression("authorizer.group('').resource('pods')", false);
+  CHECK_FALSE(authz.program);
+  CHECK_THAT(authz.error, Catch::Contains("not supported by vkube"));
+}
+
+}  // namespace vkube::apiserver
