@@ -15,6 +15,10 @@
 
 namespace vkube::apiserver {
 
+using admission::at;
+using admission::list_at;
+using admission::text;
+
 namespace {
 
 constexpr std::string_view kPrefix = "/registry/admissionregistration.k8s.io/";
@@ -31,18 +35,6 @@ std::vector<std::string> strings(const json& v) {
   for (const json& s : v)
     if (s.is_string()) out.push_back(s.get<std::string>());
   return out;
-}
-
-const json& at(const json& obj, const char* key) {
-  static const json kNull;
-  if (!obj.is_object()) return kNull;
-  auto it = obj.find(key);
-  return it == obj.end() ? kNull : *it;
-}
-
-std::string text(const json& obj, const char* key, std::string fallback = "") {
-  const json& v = at(obj, key);
-  return v.is_string() ? v.get<std::string>() : fallback;
 }
 
 api::LabelSelector selector(const json& v) {
@@ -297,10 +289,10 @@ Policy parse_policy(const std::string& name, const json& obj) {
   const bool params = !p.param_kind.empty();
   p.match = parse_match_resources(at(spec, "matchConstraints"));
   p.match_conditions = parse_match_conditions(at(spec, "matchConditions"), params);
-  for (const json& v : at(spec, "variables").is_array() ? at(spec, "variables") : json::array())
+  for (const json& v : list_at(spec, "variables"))
     p.variables.emplace_back(text(v, "name"), compile_expression(text(v, "expression"), params));
   for (const json& v :
-       at(spec, "validations").is_array() ? at(spec, "validations") : json::array()) {
+       list_at(spec, "validations")) {
     Validation val;
     val.expression = compile_expression(text(v, "expression"), params);
     val.message = text(v, "message");

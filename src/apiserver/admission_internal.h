@@ -13,6 +13,24 @@
 
 namespace vkube::apiserver::admission {
 
+// Readers of configurations and answers that may have any shape.
+inline const json& at(const json& obj, const char* key) {
+  static const json kNull;
+  if (!obj.is_object()) return kNull;
+  auto it = obj.find(key);
+  return it == obj.end() ? kNull : *it;
+}
+// The array at `key`, or an empty one: no copy either way.
+inline const json& list_at(const json& obj, const char* key) {
+  static const json kEmpty = json::array();
+  const json& v = at(obj, key);
+  return v.is_array() ? v : kEmpty;
+}
+inline std::string text(const json& obj, const char* key, std::string fallback = "") {
+  const json& v = at(obj, key);
+  return v.is_string() ? v.get<std::string>() : fallback;
+}
+
 // admissionregistration/v1 RuleWithOperations (and NamedRuleWithOperations).
 struct Rule {
   std::vector<std::string> operations, groups, versions, resources, resource_names;

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "admission_internal.h"
 #include "object.h"
@@ -15,18 +16,6 @@
 namespace vkube::apiserver::admission {
 
 namespace {
-
-const json& at(const json& obj, const char* key) {
-  static const json kNull;
-  if (!obj.is_object()) return kNull;
-  auto it = obj.find(key);
-  return it == obj.end() ? kNull : *it;
-}
-
-std::string text(const json& obj, const char* key) {
-  const json& v = at(obj, key);
-  return v.is_string() ? v.get<std::string>() : std::string();
-}
 
 // Clients by (server, CA, name, timeout): each keeps its connections and TLS session, so a
 // webhook called on every write does not pay a handshake each time.
@@ -109,13 +98,16 @@ Result<Destination> resolve(Context& c, const Webhook& w) {
   auto svc = decode_stored(*svc_kv);
   if (!svc.is_ok()) return svc.status();
   const json& spec = at(*svc, "spec");
-  const json* port = nullptr;
-  for (const json& p : at(spec, "ports").is_array() ? at(spec, "ports") : json::array())
-    if (at(p, "port").is_number_integer() && at(p, "port").get<int>() == w.service_port) port = &p;
-  if (port == nullptr)
+  std::optional<std::string> port_name;  // the Service port's name ("" when unnamed)
+  const json& ports = at(spec, "ports");
+  if (ports.is_array()) {
+    for (const json& p : ports)
+      if (at(p, "port").is_number_integer() && at(p, "port").get<int>() == w.service_port)
+        port_name = text(p, "name");
+  }
+  if (!port_name)
     return Status::not_found("service \"" + name + "\" has no port " +
                              std::to_string(w.service_port));
-  const std::string port_name = text(*port, "name");
   auto ep_kv = c.server.backend().get(Registry::key(*ep_kind, ns, name));
   if (!ep_kv.is_ok()) {
     const std::string ip = text(spec, "clusterIP");
@@ -127,14 +119,13 @@ Result<Destination> resolve(Context& c, const Webhook& w) {
   auto ep = decode_stored(*ep_kv);
   if (!ep.is_ok()) return ep.status();
   std::vector<std::string> choices;
-  for (const json& subset : at(*ep, "subsets").is_array() ? at(*ep, "subsets") : json::array()) {
+  for (const json& subset : list_at(*ep, "subsets")) {
     int target_port = 0;
-    for (const json& p : at(subset, "ports").is_array() ? at(subset, "ports") : json::array())
-      if (text(p, "name") == port_name && at(p, "port").is_number_integer())
+    for (const json& p : list_at(subset, "ports"))
+      if (text(p, "name") == *port_name && at(p, "port").is_number_integer())
         target_port = at(p, "port").get<int>();
     if (target_port == 0) continue;
-    for (const json& a : at(subset, "addresses").is_array() ? at(subset, "addresses")
-                                                              : json::array()) {
+    for (const json& a : list_at(subset, "addresses")) {
       std::string ip = text(a, "ip");
       if (ip.empty()) continue;
       if (ip.find(':') != std::string::npos) ip = "[" + ip + "]";
@@ -243,8 +234,7 @@ WebhookAnswer call_webhook(Context& c, const Webhook& w, const json& review) {
   a.called = true;
   a.allowed = at(response, "allowed").is_boolean() && at(response, "allowed").get<bool>();
   a.status = at(response, "status");
-  for (const json& warning : at(response, "warnings").is_array() ? at(response, "warnings")
-                                                                  : json::array())
+  for (const json& warning : list_at(response, "warnings"))
     if (warning.is_string()) a.warnings.push_back(warning.get<std::string>());
   const std::string patch = text(response, "patch");
   if (w.mutating && !patch.empty() && a.allowed) {
