@@ -192,7 +192,10 @@ json cel_activation(Context& c, const AdmissionRequest& r, const json& ns_obj) {
   if (!c.user.uid.empty()) user["uid"] = c.user.uid;
   const api::Resource& res = c.resource();
   json request = {
-      {"kind", {{"group", res.gv.group}, {"version", res.gv.version}, {"kind", res.kind}}},
+      {"kind",
+       {{"group", res.gv.group},
+        {"version", res.gv.version},
+        {"kind", r.kind.empty() ? res.kind : r.kind}}},
       {"resource",
        {{"group", res.gv.group}, {"version", res.gv.version}, {"resource", res.plural}}},
       {"name", r.name},

@@ -40,6 +40,9 @@ struct AdmissionRequest {
   json old_object;
   // CreateOptions, UpdateOptions, DeleteOptions (or null).
   json options;
+  // The object's kind when it is not the resource's: a CONNECT's PodExecOptions,
+  // PodAttachOptions or PodPortForwardOptions.
+  std::string kind = {};
 };
 
 namespace admission {

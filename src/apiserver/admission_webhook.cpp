@@ -153,7 +153,9 @@ json admission_review(Context& c, const Webhook& w, const AdmissionRequest& r,
                       const std::string& uid) {
   const api::Resource& res = c.resource();
   const std::string version = c.info.version.empty() ? res.gv.version : c.info.version;
-  json kind = {{"group", res.gv.group}, {"version", version}, {"kind", res.kind}};
+  json kind = {{"group", res.gv.group},
+               {"version", version},
+               {"kind", r.kind.empty() ? res.kind : r.kind}};
   json resource = {{"group", res.gv.group}, {"version", version}, {"resource", res.plural}};
   json user = {{"username", c.user.name}, {"groups", c.user.groups}};
   if (!c.user.uid.empty()) user["uid"] = c.user.uid;

@@ -62,6 +62,48 @@ bool is_pod_connect_subresource(const std::string& sub) {
   return sub == "log" || is_connect(sub);
 }
 
+namespace {
+
+// Validating admission of a CONNECT: the webhooks and policies are shown the options (kube's
+// PodExecOptions, PodAttachOptions, PodPortForwardOptions) as the query gave them.
+std::optional<ApiError> admit_connect(Context& c, const std::string& container) {
+  const std::string& sub = c.info.subresource;
+  json options = {{"apiVersion", "v1"}};
+  auto flag = [&](const char* name) {
+    auto v = c.param(name);
+    return v && (*v == "true" || *v == "1" || *v == "True");
+  };
+  if (sub == "portforward") {
+    options["kind"] = "PodPortForwardOptions";
+    json ports = json::array();
+    for (const auto& [k, v] : http::parse_query(c.req.query))
+      if (k == "ports") {
+        try {
+          ports.push_back(std::stoi(v));
+        } catch (...) {
+        }
+      }
+    if (!ports.empty()) options["ports"] = std::move(ports);
+  } else {
+    options["kind"] = sub == "exec" ? "PodExecOptions" : "PodAttachOptions";
+    for (const char* f : {"stdin", "stdout", "stderr", "tty"})
+      if (flag(f)) options[f] = true;
+    options["container"] = container;
+    if (sub == "exec") {
+      json command = json::array();
+      for (const auto& [k, v] : http::parse_query(c.req.query))
+        if (k == "command") command.push_back(v);
+      options["command"] = std::move(command);
+    }
+  }
+  const std::string kind = options["kind"];
+  AdmissionRequest a{"CONNECT", sub, c.info.name, c.info.namespace_, std::move(options), nullptr,
+                     nullptr, kind};
+  return c.server.admission().validate(c, a);
+}
+
+}  // namespace
+
 http::Response handle_pod_connect(Context& c) {
   const std::string& sub = c.info.subresource;
   const std::string& name = c.info.name;
@@ -90,6 +132,9 @@ http::Response handle_pod_connect(Context& c) {
     auto container = pick_container(*pod, name, c.param("container").value_or(""));
     if (!container.is_ok()) return error_response(container.status());
     r.container = std::move(container).value();
+  }
+  if (is_connect(sub) && c.server.admission().active()) {
+    if (auto err = admit_connect(c, r.container)) return error_response(*err);
   }
   const json& node = member(member(*pod, "spec"), "nodeName");
   if (!node.is_string() || node.get<std::string>().empty()) {

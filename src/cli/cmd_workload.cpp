@@ -116,7 +116,7 @@ int run_workload(const Args& args) {
   std::string& webhook = flags.add_string(
       "webhook-listen", "",
       "also serve admission webhooks over HTTPS on IPv4:PORT (paths: /label/KEY/VALUE, /count, "
-      "/deny-label/KEY, /slow/MS, /warn)");
+      "/deny-label/KEY, /deny/MESSAGE, /slow/MS, /warn)");
   std::string& webhook_certs = flags.add_string(
       "webhook-cert-dir", "", "the folder holding tls.crt and tls.key for --webhook-listen");
   if (int rc = parse_or_exit(flags, log_flags, args); rc >= 0) return rc;

@@ -6,6 +6,7 @@
 //   /label/<key>/<value>   mutating: sets the label (a JSONPatch)
 //   /count                 mutating: adds one to the annotation webhook.vkube.io/calls
 //   /deny-label/<key>      validating: denies objects carrying the label, with code 403
+//   /deny/<message>        denies everything, with code 403 and the message
 //   /slow/<ms>             waits that long, then allows
 //   /warn                  allows with a warning
 //   anything else          allows
@@ -101,6 +102,11 @@ json review_answer(const std::string& path, const json& review) {
                             {"reason", "Forbidden"},
                             {"message", "the label " + seg[1] + " is not allowed here"}};
     }
+  } else if (what == "deny") {
+    response["allowed"] = false;
+    response["status"] = {{"code", 403},
+                          {"reason", "Forbidden"},
+                          {"message", seg.size() >= 2 ? seg[1] : std::string("denied")}};
   } else if (what == "slow" && seg.size() >= 2) {
     std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(seg[1].c_str())));
   } else if (what == "warn") {

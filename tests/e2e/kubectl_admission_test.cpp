@@ -27,7 +27,7 @@ std::string make_certificates(Cluster& c) {
   return d + "/ca.crt";
 }
 
-std::string base64_file(Cluster& c, const std::string& path) {
+std::string ca_b64(Cluster& c, const std::string& path) {
   Result r = c.run({"/bin/sh", "-c", "base64 -w0 " + path});
   REQUIRE_THAT(r, Succeeded());
   return r.out;
@@ -151,7 +151,7 @@ void check_webhooks(Cluster& c, const std::string& ca_file) {
     auto ep = c.get_json({"endpoints", "hooks"});
     return ep.contains("subsets") && !ep["subsets"].empty();
   }));
-  const std::string ca = base64_file(c, ca_file);
+  const std::string ca = ca_b64(c, ca_file);
   Result applied = c.kubectl({"apply", "-f", c.file("webhooks.yaml", configurations(ca))});
   INFO(applied);
   REQUIRE_THAT(applied, Succeeded());
@@ -223,6 +223,21 @@ void check_webhooks(Cluster& c, const std::string& ca_file) {
                         "Post \"https://nothere.default.svc:443/?timeout=10s\": service "
                         "\"nothere\" not found"));
 
+  // CONNECT: a validating webhook on pods/exec is shown the PodExecOptions.
+  Result exec_ok = c.kubectl({"exec", "hooks", "--", "true"});
+  CHECK_THAT(exec_ok, Succeeded());
+  const std::string connect_hook =
+      "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\n"
+      "metadata: {name: no-exec}\nwebhooks:\n" +
+      hook("noexec.hooks.vkube.io", "/deny/exec-is-off", ca_b64(c, ca_file),
+           R"([{operations: [CONNECT], apiGroups: [""], apiVersions: [v1], resources: [pods/exec]}])",
+           "  matchConditions: [{name: rm, expression: \"object.command[0] == 'rm'\"}]\n");
+  REQUIRE_THAT(c.kubectl({"apply", "-f", c.file("noexec.yaml", connect_hook)}), Succeeded());
+  CHECK_THAT(c.kubectl({"exec", "hooks", "--", "rm", "-rf", "/nothing"}),
+             FailedWith("admission webhook \"noexec.hooks.vkube.io\" denied the request: "
+                        "exec-is-off"));
+  CHECK_THAT(c.kubectl({"exec", "hooks", "--", "true"}), Succeeded());
+
   // What the webhook server saw: operations, dry run.
   Result log = c.kubectl({"logs", "hooks"});
   CHECK_THAT(log.out, Catch::Contains("admission: CREATE configmaps default/a dryRun=false"));
@@ -231,6 +246,8 @@ void check_webhooks(Cluster& c, const std::string& ca_file) {
   CHECK_THAT(log.out, Catch::Contains("admission: CREATE configmaps default/dry dryRun=true"));
   CHECK(log.out.find("slowns/x") != std::string::npos);
   CHECK(log.out.find("default/fast path=/slow") == std::string::npos);
+  CHECK_THAT(log.out, Catch::Contains("admission: CONNECT pods default/hooks dryRun=false "
+                                      "path=/deny/exec-is-off"));
 }
 
 void check_policies(Cluster& c) {
