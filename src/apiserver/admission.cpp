@@ -23,12 +23,6 @@ namespace {
 
 constexpr std::string_view kPrefix = "/registry/admissionregistration.k8s.io/";
 
-void raise_to(std::atomic<storage::Revision>& target, storage::Revision value) {
-  storage::Revision cur = target.load();
-  while (value > cur && !target.compare_exchange_weak(cur, value)) {
-  }
-}
-
 std::vector<std::string> strings(const json& v) {
   std::vector<std::string> out;
   if (!v.is_array()) return out;
@@ -361,60 +355,28 @@ std::shared_ptr<const Snapshot> compile_snapshot(
 // The snapshot
 
 Admission::Admission(storage::Backend* backend) : backend_(backend) {
-  if (backend_ != nullptr) {
-    std::lock_guard lock(rebuild_mu_);
-    subscribe();
-  }
+  if (backend_ != nullptr)
+    revision_ = std::make_unique<PrefixRevision>(backend_, std::string(kPrefix), "admission",
+                                                 [this] { ++generation_; });
 }
 
 Admission::~Admission() { shutdown(); }
 
 void Admission::shutdown() {
-  std::lock_guard lock(rebuild_mu_);
-  shut_down_ = true;
-  watching_ = false;
-  if (watch_) {
-    watch_->cancel();
-    watch_.reset();
-  }
-}
-
-void Admission::subscribe() {
-  if (watch_) {
-    watch_->cancel();
-    watch_.reset();
-  }
-  auto w = backend_->watch(kPrefix, 0);
-  raise_to(revision_, backend_->current_revision());
-  if (!w.is_ok()) {
-    VKUBE_LOG(warn, "admission configuration watch failed; configurations are re-read per write",
-              {"error", w.status().message()});
-    watching_ = false;
-    return;
-  }
-  watching_ = true;
-  storage::Watch* raw = w->get();
-  // On the committing writer's thread: quick, and never calls the store.
-  raw->set_notifier([this, raw] {
-    std::vector<storage::EventPtr> events;
-    Status s = raw->poll(&events, std::chrono::milliseconds(0));
-    for (const storage::EventPtr& e : events) raise_to(revision_, e->kv.mod_revision);
-    if (!events.empty()) active_ = -1;
-    if (!s.is_ok()) watching_ = false;
-  });
-  watch_ = std::move(w).value();
+  if (revision_) revision_->shutdown();
 }
 
 std::shared_ptr<const admission::Snapshot> Admission::snapshot(std::string* error) {
   if (backend_ == nullptr) return std::make_shared<admission::Snapshot>();
   auto fresh = [&]() -> std::shared_ptr<const admission::Snapshot> {
     std::lock_guard lock(mu_);
-    if (snapshot_ && watching_ && built_revision_ >= revision_.load()) return snapshot_;
+    if (snapshot_ && revision_->watching() && built_revision_ >= revision_->newest())
+      return snapshot_;
     return nullptr;
   };
   if (auto s = fresh()) return s;
   std::lock_guard rebuild(rebuild_mu_);
-  if (!watching_ && !shut_down_) subscribe();
+  revision_->ensure();
   if (auto s = fresh()) return s;
   storage::ListOptions o;
   o.prefix = std::string(kPrefix);
@@ -436,12 +398,15 @@ std::shared_ptr<const admission::Snapshot> Admission::snapshot(std::string* erro
 }
 
 bool Admission::active() {
-  int known = active_.load();
-  if (known >= 0 && watching_) return known == 1;
+  const uint64_t known = active_.load();
+  const uint64_t generation = generation_.load();
+  const bool watching = revision_ == nullptr || revision_->watching();
+  if ((known & 2) != 0 && known >> 2 == generation && watching) return (known & 1) != 0;
   std::string error;
   auto s = snapshot(&error);
   if (!s) return true;  // unreadable: take the slow path, which reports it
-  active_ = s->empty() ? 0 : 1;
+  // A write seen after `generation` was read makes this answer stale at once.
+  active_ = generation * 4 + 2 + (s->empty() ? 0 : 1);
   return !s->empty();
 }
 

@@ -6,7 +6,7 @@
 //   decode, default -> mutate() -> validation -> built-in admission -> validate() -> storage
 //
 // The configurations are read from the store once and kept compiled until one of them changes
-// (a watch on their prefix, as the RBAC authorizer keeps its policy), so a write costs one
+// (PrefixRevision, as the RBAC authorizer keeps its policy), so a write costs one
 // comparison while none exist. Files: admission.cpp (the snapshot, matching, the mutating and
 // validating passes), admission_webhook.cpp (reaching a webhook and the AdmissionReview
 // exchange), admission_policy.cpp (ValidatingAdmissionPolicy over CEL).
@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "errors.h"
+#include "prefix_revision.h"
 #include "vkube/storage/backend.h"
 
 namespace vkube::apiserver {
@@ -76,18 +77,17 @@ class Admission {
 
  private:
   std::shared_ptr<const admission::Snapshot> snapshot(std::string* error);
-  void subscribe();  // rebuild_mu_ held
 
   storage::Backend* backend_;
-  std::atomic<storage::Revision> revision_{0};
-  std::atomic<bool> watching_{false};
-  std::atomic<int> active_{-1};  // -1: not known yet
+  std::unique_ptr<PrefixRevision> revision_;  // the newest write of the four kinds
+  // Writes of the four kinds seen, and active()'s last answer: generation * 4 + 2 + answer
+  // (0: none yet). An answer of an older generation is not used.
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<uint64_t> active_{0};
   std::mutex mu_;
   std::shared_ptr<const admission::Snapshot> snapshot_;  // guarded by mu_
   storage::Revision built_revision_ = -1;                 // guarded by mu_
-  std::mutex rebuild_mu_;
-  std::unique_ptr<storage::Watch> watch_;
-  bool shut_down_ = false;
+  std::mutex rebuild_mu_;                                 // one rebuild at a time
 };
 
 }  // namespace vkube::apiserver

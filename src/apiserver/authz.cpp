@@ -17,12 +17,6 @@ namespace {
 // Roles, role bindings, cluster roles and cluster role bindings, one prefix.
 constexpr std::string_view kRbacPrefix = "/registry/rbac.authorization.k8s.io/";
 
-void raise_to(std::atomic<storage::Revision>& target, storage::Revision value) {
-  storage::Revision cur = target.load();
-  while (value > cur && !target.compare_exchange_weak(cur, value)) {
-  }
-}
-
 // The kind of a stored RBAC object, from its key; nullopt for none of the four.
 std::optional<rbac::CompiledObject::Kind> kind_of(std::string_view key) {
   using Kind = rbac::CompiledObject::Kind;
@@ -38,8 +32,8 @@ std::optional<rbac::CompiledObject::Kind> kind_of(std::string_view key) {
 }  // namespace
 
 Authorizer::Authorizer(storage::Backend* backend) : backend_(backend) {
-  std::lock_guard lock(rebuild_mu_);
-  if (backend_ != nullptr) subscribe();
+  if (backend_ != nullptr)
+    rbac_revision_ = std::make_unique<PrefixRevision>(backend_, std::string(kRbacPrefix), "rbac");
 }
 
 Authorizer::~Authorizer() {
@@ -47,52 +41,21 @@ Authorizer::~Authorizer() {
 }
 
 void Authorizer::shutdown() {
-  std::lock_guard lock(rebuild_mu_);
-  shut_down_ = true;
-  watching_ = false;
-  if (watch_) {
-    watch_->cancel();
-    watch_.reset();
-  }
-}
-
-void Authorizer::subscribe() {
-  if (watch_) {
-    watch_->cancel();
-    watch_.reset();
-  }
-  auto w = backend_->watch(kRbacPrefix, 0);
-  // Whatever changed while no watch was open is at most this old.
-  raise_to(rbac_revision_, backend_->current_revision());
-  if (!w.is_ok()) {
-    VKUBE_LOG(warn, "RBAC watch failed; the policy is re-read on every request",
-              {"error", w.status().message()});
-    watching_ = false;
-    return;
-  }
-  watching_ = true;
-  storage::Watch* raw = w->get();
-  // Runs on the committing writer's thread; quick, and never calls the store.
-  raw->set_notifier([this, raw] {
-    std::vector<storage::EventPtr> events;
-    Status s = raw->poll(&events, std::chrono::milliseconds(0));
-    for (const storage::EventPtr& e : events) raise_to(rbac_revision_, e->kv.mod_revision);
-    if (!s.is_ok()) watching_ = false;
-  });
-  watch_ = std::move(w).value();
+  if (rbac_revision_) rbac_revision_->shutdown();
 }
 
 Result<std::shared_ptr<const rbac::Policy>> Authorizer::policy() {
   if (backend_ == nullptr) return Status::unavailable("no store to read RBAC objects from");
   auto fresh = [&]() -> std::shared_ptr<const rbac::Policy> {
     std::lock_guard lock(mu_);
-    if (policy_ && watching_ && built_revision_ >= rbac_revision_.load()) return policy_;
+    if (policy_ && rbac_revision_->watching() && built_revision_ >= rbac_revision_->newest())
+      return policy_;
     return nullptr;
   };
   if (auto p = fresh()) return p;
 
   std::lock_guard rebuild(rebuild_mu_);
-  if (!watching_ && !shut_down_) subscribe();
+  rbac_revision_->ensure();
   if (auto p = fresh()) return p;  // another thread rebuilt it meanwhile
   storage::ListOptions o;
   o.prefix = std::string(kRbacPrefix);

@@ -11,6 +11,7 @@
 
 #include "errors.h"
 #include "policy.h"
+#include "prefix_revision.h"
 #include "request_info.h"
 #include "vkube/apiserver/apiserver.h"
 #include "vkube/storage/backend.h"
@@ -48,19 +49,13 @@ class Authorizer {
   void shutdown();
 
  private:
-  void subscribe();  // rebuild_mu_ held
-
   storage::Backend* backend_;
-  // The newest RBAC write seen (or, after (re)subscribing, the store's
-  // revision then), and whether the watch still reports them.
-  std::atomic<storage::Revision> rbac_revision_{0};
-  std::atomic<bool> watching_{false};
+  // The newest RBAC write (null without a backend).
+  std::unique_ptr<PrefixRevision> rbac_revision_;
   std::mutex mu_;  // guards policy_ and built_revision_
   std::shared_ptr<const rbac::Policy> policy_;
   storage::Revision built_revision_ = -1;  // the revision policy_ was listed at
   std::mutex rebuild_mu_;                  // one rebuild at a time; guards the rest
-  std::unique_ptr<storage::Watch> watch_;
-  bool shut_down_ = false;
   // The RBAC objects of the last build, read, by key.
   struct ParsedObject {
     storage::Revision mod_revision = 0;

@@ -22,7 +22,6 @@ import argparse
 import base64
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -31,7 +30,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pods_bench import ROOT, Server, kubectl, pct  # noqa: E402
+from pods_bench import add_common_args, finish, kubectl, pct, start_cluster  # noqa: E402
 
 SERVER_YAML = """apiVersion: v1
 kind: Pod
@@ -156,27 +155,16 @@ def measure(opts, server, setup, check_label):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--vkube", default=os.path.join(ROOT, "build", "vkube"))
-    default_kubectl = os.path.join(ROOT, ".tools", "bin", "kubectl")
-    ap.add_argument("--kubectl", default=default_kubectl if os.path.exists(default_kubectl)
-                    else shutil.which("kubectl") or "/usr/bin/kubectl")
-    ap.add_argument("--tenant", action="store_true", help="measure a tenant")
+    add_common_args(ap)
     ap.add_argument("--creates", type=int, default=300)
     ap.add_argument("--threads", type=int, default=8)
-    ap.add_argument("--keep", action="store_true")
     opts = ap.parse_args()
 
     workdir = tempfile.mkdtemp(prefix="bench-admission-")
     servers = []
     ok = False
     try:
-        host = Server(opts.vkube, workdir, "host", ["host"])
-        servers.append(host)
-        target = host
-        if opts.tenant:
-            target = Server(opts.vkube, workdir, "tenant",
-                            ["serve", "--name", "bench", "--host-kubeconfig", host.kubeconfig])
-            servers.append(target)
+        servers, target = start_cluster(opts, workdir, "bench")
         ca = certificates(workdir)
         kubectl(opts, target, "create", "secret", "tls", "hooks-tls",
                 "--cert=" + os.path.join(workdir, "tls.crt"),
@@ -203,14 +191,8 @@ def main():
     except (RuntimeError, OSError, subprocess.SubprocessError) as e:
         print(f"bench_admission: {e}", file=sys.stderr)
     finally:
-        for s in reversed(servers):
-            s.stop()
-        if ok and not opts.keep:
-            shutil.rmtree(workdir, ignore_errors=True)
-        else:
-            print(f"kept {workdir}", file=sys.stderr)
-    return 0 if ok else 1
-
+        rc = finish(servers, workdir, ok, opts.keep)
+    return rc
 
 if __name__ == "__main__":
     sys.exit(main())

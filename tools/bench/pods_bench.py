@@ -300,30 +300,51 @@ def bench_forward(opts, server, pod_ip):
               f"{verdict(max(down) >= 500)})")
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_common_args(ap):
+    """--vkube, --kubectl, --tenant and --keep, shared by the Python benchmarks."""
     ap.add_argument("--vkube", default=os.path.join(ROOT, "build", "vkube"))
     default_kubectl = os.path.join(ROOT, ".tools", "bin", "kubectl")
     ap.add_argument("--kubectl", default=default_kubectl if os.path.exists(default_kubectl)
                     else shutil.which("kubectl") or "/usr/bin/kubectl")
     ap.add_argument("--tenant", action="store_true", help="measure through a tenant")
+    ap.add_argument("--keep", action="store_true")
+
+
+def start_cluster(opts, workdir, tenant_name):
+    """`vkube host`, and with --tenant a tenant on it: (servers, the one to measure)."""
+    host = Server(opts.vkube, workdir, "host", ["host"])
+    servers = [host]
+    if opts.tenant:
+        servers.append(Server(opts.vkube, workdir, "tenant",
+                              ["serve", "--name", tenant_name, "--host-kubeconfig",
+                               host.kubeconfig]))
+    return servers, servers[-1]
+
+
+def finish(servers, workdir, ok, keep):
+    for s in reversed(servers):
+        s.stop()
+    if ok and not keep:
+        shutil.rmtree(workdir, ignore_errors=True)
+    else:
+        print(f"kept {workdir}", file=sys.stderr)
+    return 0 if ok else 1
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_common_args(ap)
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--streams", type=int, default=100)
     ap.add_argument("--mib", type=int, default=1024)
-    ap.add_argument("--keep", action="store_true")
     opts = ap.parse_args()
 
     workdir = tempfile.mkdtemp(prefix="bench-pods-")
     servers = []
     ok = False
     try:
-        host = Server(opts.vkube, workdir, "host", ["host"])
-        servers.append(host)
-        target = host
-        if opts.tenant:
-            target = Server(opts.vkube, workdir, "tenant",
-                            ["serve", "--name", "bench", "--host-kubeconfig", host.kubeconfig])
-            servers.append(target)
+        servers, target = start_cluster(opts, workdir, "bench")
+        host = servers[0]
         pods = (workload("logs", ["--log-lines", "10"]) +
                 workload("ticker", ["--log-lines", "1000000", "--log-interval-ms", "100"]) +
                 workload("echo", ["--log-lines", "0", "--echo-listen", "0.0.0.0:9000",
@@ -347,13 +368,8 @@ def main():
     except (RuntimeError, OSError, subprocess.SubprocessError, StopIteration) as e:
         print(f"bench_pods: {e}", file=sys.stderr)
     finally:
-        for s in reversed(servers):
-            s.stop()
-        if ok and not opts.keep:
-            shutil.rmtree(workdir, ignore_errors=True)
-        else:
-            print(f"kept {workdir}", file=sys.stderr)
-    return 0 if ok else 1
+        rc = finish(servers, workdir, ok, opts.keep)
+    return rc
 
 
 if __name__ == "__main__":

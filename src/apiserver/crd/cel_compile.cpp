@@ -165,6 +165,11 @@ class Resolver {
       uses_old_self_ = true;
       return true;
     }
+    return resolve_other_ident(n);
+  }
+
+  // A type name (a literal), else a reserved or undeclared identifier (an error).
+  bool resolve_other_ident(Node& n) {
     if (is_type_name(n.name)) {
       n.kind = NodeKind::kLiteral;
       n.lit.kind = LitKind::kType;
@@ -189,16 +194,9 @@ class Resolver {
       n.args.push_back(std::move(root));
       return true;
     }
-    if (is_type_name(n.name)) {
-      n.kind = NodeKind::kLiteral;
-      n.lit.kind = LitKind::kType;
-      n.lit.s = n.name;
-      return true;
-    }
     if (n.name == "authorizer")
       return fail(n.offset, "'authorizer' is not supported by vkube");
-    if (is_reserved(n.name)) return fail(n.offset, "reserved identifier: " + n.name);
-    return fail(n.offset, "undeclared reference to '" + n.name + "' (in container '')");
+    return resolve_other_ident(n);
   }
 
   // `sets.contains(a, b)` parses as a method of the undeclared identifier `sets`.
