@@ -3,13 +3,14 @@
 // PATCH taking fieldValidation, so kubectl validates server-side) and a
 // schema per kind derived from the type registry (vkube/schema), with every
 // field, so `kubectl explain` walks the real types. /openapi/v2 (Swagger
-// 2.0, JSON only) is made from the same documents (v2_document).
+// 2.0, JSON or gnostic's protobuf) is made from the same documents (v2_document).
 #include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <mutex>
 
 #include "definition.h"
+#include "openapi_v2_proto.h"
 #include "server_impl.h"
 #include "vkube/schema/openapi.h"
 
@@ -356,19 +357,24 @@ std::string v2_document(const OpenApiCache& cache) {
       .dump();
 }
 
-// The v2 document of the current v3 documents, made again only when one of
-// them changed (their hashes are the key). Called under cache.mu.
-const std::pair<std::string, std::string>& v2_of(const OpenApiCache& cache) {
-  static std::pair<std::string, std::string> last;  // (key, body)
-  static std::pair<std::string, std::string> out;   // (body, hash)
+// The v2 document of the current v3 documents, as JSON and as protobuf, made again only when
+// one of them changed (their hashes are the key). Called under cache.mu.
+struct V2Document {
+  std::string json, protobuf, hash;
+};
+
+const V2Document& v2_of(const OpenApiCache& cache) {
+  static std::string last;  // the key `out` was made for
+  static V2Document out;
   std::string key;
   for (const auto& [path, doc] : cache.docs) key += path + "=" + doc.second + ";";
-  if (last.first != key || out.first.empty()) {
-    out.first = v2_document(cache);
+  if (last != key || out.json.empty()) {
+    out.json = v2_document(cache);
+    out.protobuf = openapi_v2_protobuf(json::parse(out.json));
     char hash[32];
-    std::snprintf(hash, sizeof hash, "%016zX", std::hash<std::string>{}(out.first));
-    out.second = hash;
-    last.first = std::move(key);
+    std::snprintf(hash, sizeof hash, "%016zX", std::hash<std::string>{}(out.json));
+    out.hash = hash;
+    last = std::move(key);
   }
   return out;
 }
@@ -385,23 +391,29 @@ http::Response handle_openapi(Server& s, const http::Request& req) {
   std::lock_guard lock(cache.mu);
   refresh(s, cache);
   if (path == "/openapi/v2") {
-    // JSON only. A client that accepts nothing but the protobuf form (kubectl
-    // when it has no OpenAPI v3) is answered as before there was a v2: 404,
-    // which it handles by going on without the document.
+    // JSON, or gnostic's protobuf form, which is all kubectl asks for (it
+    // validates create-only kinds such as TokenReview with it).
     const std::string accept(req.header("Accept"));
-    if (!accept.empty() && accept.find("json") == std::string::npos &&
+    const size_t proto_at = accept.find("application/com.github.proto-openapi.spec.v2");
+    const size_t json_at = accept.find("json");
+    const bool protobuf = proto_at != std::string::npos &&
+                          (json_at == std::string::npos || proto_at < json_at);
+    if (!protobuf && !accept.empty() && json_at == std::string::npos &&
         accept.find("*/*") == std::string::npos)
-      return error_response(Status::not_found("the server could not find the requested resource"));
-    const auto& [body, hash] = v2_of(cache);
+      return error_response(Status(Code::kNotAcceptable,
+                                   "only the following media types are accepted: "
+                                   "application/json, " + std::string(kOpenApiV2Protobuf)));
+    const V2Document& doc = v2_of(cache);
     http::Response r;
     r.status = 200;
-    r.set_header("Content-Type", "application/json");
-    r.set_header("Etag", "\"" + hash + "\"");
-    if (req.header("If-None-Match") == "\"" + hash + "\"") {
+    r.set_header("Content-Type", protobuf ? kOpenApiV2Protobuf : "application/json");
+    r.set_header("Etag", "\"" + doc.hash + "\"");
+    r.set_header("Vary", "Accept");
+    if (req.header("If-None-Match") == "\"" + doc.hash + "\"") {
       r.status = 304;
       return r;
     }
-    r.body = body;
+    r.body = protobuf ? doc.protobuf : doc.json;
     return r;
   }
   if (path == "/openapi/v3") {

@@ -204,5 +204,40 @@ TEST_CASE("/openapi/v2 serves Swagger 2.0 made from the v3 documents", "[e2e]") 
   CHECK(ns);
 }
 
+// kubectl asks for /openapi/v2 only in gnostic's protobuf form, and reads it
+// to validate the kinds its OpenAPI v3 check cannot place: the create-only
+// reviews. With it, `kubectl create -f` works for them with default
+// validation, and an unknown field is reported as kubectl reports it.
+TEST_CASE("kubectl create -f of create-only kinds validates with /openapi/v2 protobuf", "[e2e]") {
+  Cluster c;
+  const std::vector<std::pair<std::string, std::string>> reviews = {
+      {"tr.yaml", "apiVersion: authentication.k8s.io/v1\nkind: TokenReview\nspec:\n"
+                  "  token: not-a-token\n"},
+      {"ssr.yaml", "apiVersion: authentication.k8s.io/v1\nkind: SelfSubjectReview\n"},
+      {"ssar.yaml", "apiVersion: authorization.k8s.io/v1\nkind: SelfSubjectAccessReview\n"
+                    "spec:\n  resourceAttributes: {verb: get, resource: pods}\n"},
+      {"sar.yaml", "apiVersion: authorization.k8s.io/v1\nkind: SubjectAccessReview\nspec:\n"
+                   "  user: alice\n  resourceAttributes: {verb: get, resource: pods}\n"},
+      {"lsar.yaml", "apiVersion: authorization.k8s.io/v1\nkind: LocalSubjectAccessReview\n"
+                    "metadata: {namespace: default}\nspec:\n  user: alice\n"
+                    "  resourceAttributes: {verb: get, resource: pods, namespace: default}\n"},
+      {"ssrr.yaml", "apiVersion: authorization.k8s.io/v1\nkind: SelfSubjectRulesReview\n"
+                    "spec:\n  namespace: default\n"},
+  };
+  for (const auto& [file, yaml] : reviews) {
+    Result r = c.kubectl({"create", "-f", c.file(file, yaml), "-o", "json"});
+    INFO(file << "\n" << r);
+    REQUIRE_THAT(r, Succeeded());
+    CHECK(nlohmann::json::parse(r.out).contains("status"));
+  }
+  Result bad = c.kubectl(
+      {"create", "-f",
+       c.file("bad.yaml", "apiVersion: authorization.k8s.io/v1\nkind: SelfSubjectAccessReview\n"
+                          "spec:\n  resourceAttributes: {verb: get, resource: pods}\n"
+                          "  bogus: 1\n")});
+  CHECK_THAT(bad, FailedWith("unknown field \"bogus\" in "
+                             "io.k8s.api.authorization.v1.SelfSubjectAccessReviewSpec"));
+}
+
 }  // namespace
 }  // namespace vkube::e2e
