@@ -5,6 +5,7 @@
 #include "errors.h"
 #include "list_common.h"
 #include "server_impl.h"
+#include "table.h"
 
 namespace vkube::apiserver {
 
@@ -37,7 +38,7 @@ http::Response handle_metrics(Context& c) {
 
   if (c.info.verb == "get") {
     for (json& item : items)
-      if (meta_str(item, "name") == c.info.name) return json_response(200, item);
+      if (meta_str(item, "name") == c.info.name) return object_response(c, 200, std::move(item));
     api::Resource named = r;  // metrics-server's wording: podmetrics.metrics.k8s.io "x"
     named.plural = nodes ? "nodemetrics" : "podmetrics";
     return error_response(not_found(named, c.info.name));
@@ -57,6 +58,11 @@ http::Response handle_metrics(Context& c) {
       return std::nullopt;
     });
     if (fields) list["items"].push_back(std::move(item));
+  }
+  if (wants_table(c.req.header("Accept"))) {
+    auto include = parse_include_object(c.param("includeObject").value_or(""));
+    std::vector<json> rows(list["items"].begin(), list["items"].end());
+    return json_response(200, make_table(c.kind, rows, include, json::object()));
   }
   return json_response(200, list);
 }

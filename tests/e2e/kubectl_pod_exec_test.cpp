@@ -149,6 +149,14 @@ TEST_CASE("pods/exec, attach, port-forward: kubectl and Python through a tenant"
     CHECK(!lines(nodes.out).empty());
     CHECK_THAT(t.kubectl({"top", "pod", "nope"}),
                FailedWith("podmetrics.metrics.k8s.io \"nope\" not found"));
+    // kubectl get shows metrics-server's columns.
+    Result get = t.kubectl({"get", "podmetrics", "w"});
+    INFO(get);
+    REQUIRE_THAT(get, Succeeded());
+    REQUIRE(lines(get.out).size() == 2);
+    CHECK(columns(lines(get.out)[0]) == std::vector<std::string>{"NAME", "CPU", "MEMORY", "WINDOW"});
+    CHECK(columns(lines(get.out)[1]).at(0) == "w");
+    CHECK_THAT(columns(lines(get.out)[1]).at(2), Catch::EndsWith("Ki"));
   }
 
   // kube's refusals, with the tenant's names.

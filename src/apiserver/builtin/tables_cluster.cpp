@@ -2,6 +2,7 @@
 // classes, CSI objects, priority classes and leases.
 #include "kinds.h"
 #include "tables_util.h"
+#include "vkube/api/quantity.h"
 
 namespace vkube::apiserver::builtin::tables {
 
@@ -195,9 +196,44 @@ json lease_cells(const json& l, int64_t now) {
       {str(l, {"metadata", "name"}), str(l, {"spec", "holderIdentity"}), age(l, now)});
 }
 
+// metrics.k8s.io: what metrics-server's Table shows, the usage (a pod's summed over its
+// containers) and the window it was measured over.
+std::string usage_sum(const json& containers, const char* resource) {
+  if (!containers.is_array() || containers.empty()) return "";
+  if (containers.size() == 1) return str(containers[0], {"usage", resource});
+  long double total = 0;
+  for (const json& c : containers) {
+    auto v = api::quantity_number(c.value("usage", json::object()).value(resource, json()));
+    if (v) total += *v;
+  }
+  // CPU in nanocores and memory in KiB, as the node agent reports them.
+  if (std::string_view(resource) == "cpu")
+    return std::to_string(static_cast<int64_t>(total * 1e9L + 0.5L)) + "n";
+  return std::to_string(static_cast<int64_t>(total / 1024 + 0.5L)) + "Ki";
+}
+
+json pod_metrics_cells(const json& p, int64_t) {
+  const json& containers = p.value("containers", json::array());
+  return json::array({str(p, {"metadata", "name"}), usage_sum(containers, "cpu"),
+                      usage_sum(containers, "memory"), str(p, {"window"})});
+}
+
+json node_metrics_cells(const json& n, int64_t) {
+  return json::array({str(n, {"metadata", "name"}), str(n, {"usage", "cpu"}),
+                      str(n, {"usage", "memory"}), str(n, {"window"})});
+}
+
+std::vector<api::Column> metrics_columns() {
+  return {name_column(), column("cpu", "string", "CPU in use."),
+          column("memory", "string", "Memory in use."),
+          column("Window", "string", "The time the usage was measured over.")};
+}
+
 }  // namespace
 
 void add_cluster_printers(PrinterMap& m) {
+  m["metrics.k8s.io/pods"] = {metrics_columns(), pod_metrics_cells};
+  m["metrics.k8s.io/nodes"] = {metrics_columns(), node_metrics_cells};
   m["rbac.authorization.k8s.io/rolebindings"] = binding_printer();
   m["rbac.authorization.k8s.io/clusterrolebindings"] = binding_printer();
   m["policy/poddisruptionbudgets"] = {

@@ -69,11 +69,10 @@ TEST_CASE("every built-in kind has a table that never fails on odd objects", "[t
     CHECK(has_name);
     // Only the kinds kube-apiserver has no printer for fall back to the
     // default NAME / CREATED AT table; any other kind showing it lost its
-    // printer. The reviews are never stored, so never listed; the metrics
-    // (never stored either) have no printer of their own yet.
+    // printer. The reviews are never stored, so never listed.
     const bool printerless = r.plural == "roles" || r.plural == "clusterroles" ||
                              r.plural == "limitranges" || r.plural == "customresourcedefinitions" ||
-                             k.create_only || r.gv.group == "metrics.k8s.io";
+                             k.create_only;
     CHECK((cols.back().name == "Created At") == printerless);
     for (const json& obj : objects) {
       INFO(obj.dump());
