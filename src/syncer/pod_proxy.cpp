@@ -59,7 +59,7 @@ class PodProxy final : public apiserver::PodConnector {
     auto opened = host_->open(req.method, target, headers, req.body);
     if (!opened.is_ok()) {
       return status_answer(503, "ServiceUnavailable",
-                           "cannot reach pod " + name + " through " + opened.status().message());
+                           "cannot reach pod " + name + ": " + opened.status().message());
     }
     hostclient::Client::Opened o = std::move(opened).value();
     const bool relay = o.code == 101 || (o.code >= 200 && o.code < 300);

@@ -181,7 +181,7 @@ TEST_CASE("The host's refusals name the tenant's pod, and an unreachable host sa
   body = http::read_response_body(*e, *head, 1 << 20);
   REQUIRE(body.is_ok());
   CHECK(json::parse(*body)["message"] ==
-        "cannot reach pod web through the host cluster at http://127.0.0.1:" +
+        "cannot reach pod web: the host cluster at http://127.0.0.1:" +
             std::to_string(port) + " is unreachable: dial tcp 127.0.0.1:" + std::to_string(port) +
             ": connect: connection refused");
 }
