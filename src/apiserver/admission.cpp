@@ -411,6 +411,90 @@ bool Admission::active() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Metrics
+
+namespace {
+
+constexpr double kLatencyBuckets[] = {0.005, 0.025, 0.1, 0.5, 1.0, 2.5, 10, 25};
+
+std::string labels(const std::vector<const char*>& names, const std::vector<std::string>& values) {
+  std::string out = "{";
+  for (size_t i = 0; i < names.size() && i < values.size(); ++i) {
+    if (i > 0) out += ',';
+    out += std::string(names[i]) + "=\"" + values[i] + "\"";
+  }
+  return out;
+}
+
+}  // namespace
+
+void Admission::record_webhook(const std::string& name, bool mutating,
+                               const std::string& operation, int code, bool rejected,
+                               double seconds) {
+  const std::string type = mutating ? "admit" : "validating";
+  const std::string rej = rejected ? "true" : "false";
+  std::lock_guard lock(metrics_mu_);
+  ++webhook_requests_[{name, type, operation, std::to_string(code), rej}];
+  Histogram& h = webhook_latency_[{name, type, operation, rej}];
+  if (h.counts.empty()) h.counts.assign(std::size(kLatencyBuckets), 0);
+  for (size_t i = 0; i < std::size(kLatencyBuckets); ++i)
+    if (seconds <= kLatencyBuckets[i]) ++h.counts[i];
+  ++h.count;
+  h.sum += seconds;
+}
+
+void Admission::record_policy(const std::string& policy, const std::string& binding,
+                              const std::string& action) {
+  std::lock_guard lock(metrics_mu_);
+  ++policy_checks_[{policy, binding, action}];
+}
+
+std::string Admission::render_metrics() const {
+  std::lock_guard lock(metrics_mu_);
+  std::string out;
+  if (!webhook_requests_.empty()) {
+    out += "# HELP apiserver_admission_webhook_request_total Admission webhook calls by name, "
+           "type, operation, HTTP code and whether they rejected the request.\n"
+           "# TYPE apiserver_admission_webhook_request_total counter\n";
+    for (const auto& [k, v] : webhook_requests_)
+      out += "apiserver_admission_webhook_request_total" +
+             labels({"name", "type", "operation", "code", "rejected"}, k) + "} " +
+             std::to_string(v) + "\n";
+    out += "# HELP apiserver_admission_webhook_admission_duration_seconds Admission webhook "
+           "latency by name, type, operation and whether it rejected the request.\n"
+           "# TYPE apiserver_admission_webhook_admission_duration_seconds histogram\n";
+    const std::vector<const char*> names = {"name", "type", "operation", "rejected"};
+    for (const auto& [k, h] : webhook_latency_) {
+      const std::string base = labels(names, k);
+      for (size_t i = 0; i < h.counts.size(); ++i) {
+        char le[32];
+        std::snprintf(le, sizeof le, "%g", kLatencyBuckets[i]);
+        out += "apiserver_admission_webhook_admission_duration_seconds_bucket" + base +
+               ",le=\"" + le + "\"} " + std::to_string(h.counts[i]) + "\n";
+      }
+      out += "apiserver_admission_webhook_admission_duration_seconds_bucket" + base +
+             ",le=\"+Inf\"} " + std::to_string(h.count) + "\n";
+      char sum[64];
+      std::snprintf(sum, sizeof sum, "%g", h.sum);
+      out += "apiserver_admission_webhook_admission_duration_seconds_sum" + base + "} " + sum +
+             "\n";
+      out += "apiserver_admission_webhook_admission_duration_seconds_count" + base + "} " +
+             std::to_string(h.count) + "\n";
+    }
+  }
+  if (!policy_checks_.empty()) {
+    out += "# HELP apiserver_validating_admission_policy_check_total Validating admission policy "
+           "checks by policy, binding and what was done (allow, deny, warn, audit).\n"
+           "# TYPE apiserver_validating_admission_policy_check_total counter\n";
+    for (const auto& [k, v] : policy_checks_)
+      out += "apiserver_validating_admission_policy_check_total" +
+             labels({"policy", "policy_binding", "enforcement_action"}, k) + "} " +
+             std::to_string(v) + "\n";
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
 // The passes
 
 namespace {

@@ -75,6 +75,17 @@ class Admission {
   // Ends the watch (before the backend closes). Idempotent.
   void shutdown();
 
+  // What the passes record, as kube-apiserver's admission metrics name it:
+  //   apiserver_admission_webhook_request_total{name,type,operation,code,rejected}
+  //   apiserver_admission_webhook_admission_duration_seconds{name,type,operation,rejected}
+  //   apiserver_validating_admission_policy_check_total{policy,policy_binding,enforcement_action}
+  // `code` is the webhook's HTTP answer (0: none came); `type` admit or validating.
+  void record_webhook(const std::string& name, bool mutating, const std::string& operation,
+                      int code, bool rejected, double seconds);
+  void record_policy(const std::string& policy, const std::string& binding,
+                     const std::string& action);
+  std::string render_metrics() const;
+
  private:
   std::shared_ptr<const admission::Snapshot> snapshot(std::string* error);
 
@@ -88,6 +99,16 @@ class Admission {
   std::shared_ptr<const admission::Snapshot> snapshot_;  // guarded by mu_
   storage::Revision built_revision_ = -1;                 // guarded by mu_
   std::mutex rebuild_mu_;                                 // one rebuild at a time
+
+  struct Histogram {
+    std::vector<uint64_t> counts;
+    uint64_t count = 0;
+    double sum = 0;
+  };
+  mutable std::mutex metrics_mu_;
+  std::map<std::vector<std::string>, uint64_t> webhook_requests_;  // guarded by metrics_mu_
+  std::map<std::vector<std::string>, Histogram> webhook_latency_;  // guarded by metrics_mu_
+  std::map<std::vector<std::string>, uint64_t> policy_checks_;     // guarded by metrics_mu_
 };
 
 }  // namespace vkube::apiserver

@@ -183,8 +183,13 @@ std::optional<ApiError> run_policies(Context& c, const Snapshot& s, const Admiss
         decisions.push_back(std::move(d));
       }
     }
+    if (decisions.empty()) c.server.admission().record_policy(p.name, b.name, "allow");
     for (const Decision& d : decisions) {
       if (d.error && !p.fail_closed) continue;
+      for (const char* action : {"deny", "warn", "audit"})
+        if ((action[0] == 'd' && b.deny) || (action[0] == 'w' && b.warn) ||
+            (action[0] == 'a' && b.audit))
+          c.server.admission().record_policy(p.name, b.name, action);
       if (b.deny) return denial(c, r, p, b, d);
       if (b.warn)
         c.warnings.push_back("Validation failed for ValidatingAdmissionPolicy '" + p.name +

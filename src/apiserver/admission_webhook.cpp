@@ -3,6 +3,7 @@
 // host copy), the AdmissionReview exchange over HTTPS with the configuration's caBundle, and
 // kube's wording of what went wrong.
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -182,7 +183,9 @@ json admission_review(Context& c, const Webhook& w, const AdmissionRequest& r,
           {"request", std::move(req)}};
 }
 
-WebhookAnswer call_webhook(Context& c, const Webhook& w, const json& review) {
+namespace {
+
+WebhookAnswer exchange(Context& c, const Webhook& w, const json& review, int* code) {
   WebhookAnswer a;
   if (review_version(w).empty()) {
     a.error = "webhook does not accept v1 or v1beta1 AdmissionReview";
@@ -202,6 +205,7 @@ WebhookAnswer call_webhook(Context& c, const Webhook& w, const json& review) {
     return a;
   }
   hostclient::Response resp = (*client)->call("POST", dest->target, review);
+  *code = resp.code;
   if (resp.code == 0) {
     std::string why = resp.message();
     if (why.find("timed out") != std::string::npos || why.find("deadline") != std::string::npos)
@@ -255,6 +259,20 @@ WebhookAnswer call_webhook(Context& c, const Webhook& w, const json& review) {
     }
     a.patch = std::move(parsed);
   }
+  return a;
+}
+
+}  // namespace
+
+WebhookAnswer call_webhook(Context& c, const Webhook& w, const json& review) {
+  const auto start = std::chrono::steady_clock::now();
+  int code = 0;
+  WebhookAnswer a = exchange(c, w, review, &code);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  c.server.admission().record_webhook(w.name, w.mutating,
+                                      text(at(review, "request"), "operation"), code,
+                                      a.called && !a.allowed, seconds);
   return a;
 }
 

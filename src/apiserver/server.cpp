@@ -53,6 +53,7 @@ std::string Server::render_metrics() {
     sources = metrics_sources_;
   }
   std::string out = metrics_.render();
+  out += admission_->render_metrics();
   for (const auto& render : sources) {
     out += render();
     if (!out.empty() && out.back() != '\n') out.push_back('\n');
