@@ -203,7 +203,7 @@ std::string usage_sum(const json& containers, const char* resource) {
   if (containers.size() == 1) return str(containers[0], {"usage", resource});
   long double total = 0;
   for (const json& c : containers) {
-    auto v = api::quantity_number(c.value("usage", json::object()).value(resource, json()));
+    auto v = api::quantity_number(object(c, {"usage"}).value(resource, json()));
     if (v) total += *v;
   }
   // CPU in nanocores and memory in KiB, as the node agent reports them.
@@ -213,7 +213,7 @@ std::string usage_sum(const json& containers, const char* resource) {
 }
 
 json pod_metrics_cells(const json& p, int64_t) {
-  const json& containers = p.value("containers", json::array());
+  const json& containers = array(p, {"containers"});
   return json::array({str(p, {"metadata", "name"}), usage_sum(containers, "cpu"),
                       usage_sum(containers, "memory"), str(p, {"window"})});
 }
