@@ -89,6 +89,35 @@ bool rule_matches(const Rule& rule, const Target& t) {
   return false;
 }
 
+std::optional<std::string> matched_version(Context& c, const std::vector<Rule>& rules,
+                                           bool equivalent, const Target& t) {
+  for (const Rule& rule : rules)
+    if (rule_matches(rule, t)) return std::string();
+  if (!equivalent || !c.kind.custom) return std::nullopt;
+  const auto kinds = c.server.registry().snapshot();
+  for (const Kind* k : kinds->all()) {
+    const api::Resource& res = k->resource;
+    if (!k->custom || res.gv.group != t.group || res.plural != t.resource ||
+        res.gv.version == t.version)
+      continue;
+    Target other = t;
+    other.version = res.gv.version;
+    for (const Rule& rule : rules)
+      if (rule_matches(rule, other)) return res.gv.version;
+  }
+  return std::nullopt;
+}
+
+AdmissionRequest shown_at(Context& c, const AdmissionRequest& r, const std::string& version) {
+  AdmissionRequest out = r;
+  if (version.empty()) return out;
+  out.shown_version = version;
+  const std::string api_version = c.resource().gv.group + "/" + version;
+  for (json* obj : {&out.object, &out.old_object})
+    if (obj->is_object() && obj->contains("apiVersion")) (*obj)["apiVersion"] = api_version;
+  return out;
+}
+
 bool labels_match(const api::LabelSelector& s, const json& labels) {
   return s.empty() || s.matches(labels.is_object() ? labels : json::object());
 }
@@ -103,6 +132,25 @@ Target target_of(Context& c, const AdmissionRequest& r) {
   t.name = r.name;
   t.namespaced = c.resource().namespaced;
   return t;
+}
+
+std::string resource_version(Context& c, const AdmissionRequest& r) {
+  if (!r.shown_version.empty()) return r.shown_version;
+  return c.info.version.empty() ? c.resource().gv.version : c.info.version;
+}
+
+json request_kind(Context& c, const AdmissionRequest& r) {
+  const api::Resource& res = c.resource();
+  std::string group = res.gv.group;
+  std::string version = resource_version(c, r);
+  if (!r.kind_group_version.empty()) {
+    const auto slash = r.kind_group_version.find('/');
+    group = slash == std::string::npos ? "" : r.kind_group_version.substr(0, slash);
+    version = r.kind_group_version.substr(slash == std::string::npos ? 0 : slash + 1);
+  }
+  return {{"group", std::move(group)},
+          {"version", std::move(version)},
+          {"kind", r.kind.empty() ? res.kind : r.kind}};
 }
 
 json namespace_object(Context& c, const AdmissionRequest& r) {
@@ -149,17 +197,21 @@ bool namespace_selector_matches(Context& c, const api::LabelSelector& s,
 
 }  // namespace
 
-bool resources_match(Context& c, const MatchResources& m, const Target& t,
-                     const AdmissionRequest& r, const json& namespace_object) {
+std::optional<std::string> resources_match(Context& c, const MatchResources& m, const Target& t,
+                                           const AdmissionRequest& r,
+                                           const json& namespace_object) {
   // No resourceRules (a binding's matchResources may leave them out): every resource the
   // policy's own constraints match.
-  bool hit = m.rules.empty();
-  for (const Rule& rule : m.rules) hit = hit || rule_matches(rule, t);
-  if (!hit) return false;
+  std::optional<std::string> version =
+      m.rules.empty() ? std::optional<std::string>("")
+                      : matched_version(c, m.rules, m.equivalent, t);
+  if (!version) return std::nullopt;
   for (const Rule& rule : m.exclude)
-    if (rule_matches(rule, t)) return false;
-  return namespace_selector_matches(c, m.namespace_selector, r, namespace_object) &&
-         object_selector_matches(m.object_selector, r);
+    if (rule_matches(rule, t)) return std::nullopt;
+  if (!namespace_selector_matches(c, m.namespace_selector, r, namespace_object) ||
+      !object_selector_matches(m.object_selector, r))
+    return std::nullopt;
+  return version;
 }
 
 Expression compile_expression(const std::string& source, bool with_params) {
@@ -186,12 +238,11 @@ json cel_activation(Context& c, const AdmissionRequest& r, const json& ns_obj) {
   if (!c.user.uid.empty()) user["uid"] = c.user.uid;
   const api::Resource& res = c.resource();
   json request = {
-      {"kind",
-       {{"group", res.gv.group},
-        {"version", res.gv.version},
-        {"kind", r.kind.empty() ? res.kind : r.kind}}},
+      {"kind", request_kind(c, r)},
       {"resource",
-       {{"group", res.gv.group}, {"version", res.gv.version}, {"resource", res.plural}}},
+       {{"group", res.gv.group},
+        {"version", resource_version(c, r)},
+        {"resource", res.plural}}},
       {"name", r.name},
       {"namespace", r.ns},
       {"operation", r.operation},
@@ -246,6 +297,7 @@ MatchResources parse_match_resources(const json& m) {
   out.exclude = parse_rules(at(m, "excludeResourceRules"));
   out.namespace_selector = selector(at(m, "namespaceSelector"));
   out.object_selector = selector(at(m, "objectSelector"));
+  out.equivalent = text(m, "matchPolicy", "Equivalent") != "Exact";
   return out;
 }
 
@@ -255,6 +307,7 @@ Webhook parse_webhook(const std::string& config, const json& w, bool mutating) {
   h.name = text(w, "name");
   h.mutating = mutating;
   h.rules = parse_rules(at(w, "rules"));
+  h.equivalent = text(w, "matchPolicy", "Equivalent") != "Exact";
   h.fail_closed = text(w, "failurePolicy", "Fail") != "Ignore";
   h.namespace_selector = selector(at(w, "namespaceSelector"));
   h.object_selector = selector(at(w, "objectSelector"));
@@ -508,14 +561,15 @@ std::string new_review_uid() { return new_uid(); }
 struct Applies {
   bool yes = false;
   std::string error;
+  std::string version;  // the version its rules matched at ("" the request's)
 };
 
 Applies webhook_applies(Context& c, const Webhook& w, const admission::Target& t,
                         const AdmissionRequest& r, const json& ns_obj) {
   Applies out;
-  bool hit = false;
-  for (const admission::Rule& rule : w.rules) hit = hit || admission::rule_matches(rule, t);
-  if (!hit) return out;
+  auto version = admission::matched_version(c, w.rules, w.equivalent, t);
+  if (!version) return out;
+  out.version = std::move(*version);
   if (!admission::namespace_selector_matches(c, w.namespace_selector, r, ns_obj)) return out;
   if (!admission::object_selector_matches(w.object_selector, r)) return out;
   if (!w.match_conditions.empty()) {
@@ -600,7 +654,7 @@ std::optional<ApiError> Admission::mutate(Context& c, AdmissionRequest& r) {
   std::vector<int> seen(s->mutating.size(), -1);
   auto run = [&](size_t i) -> std::optional<ApiError> {
     const Webhook& w = s->mutating[i];
-    if (!ns_read) {
+    if (!ns_read && (!w.namespace_selector.empty() || !w.match_conditions.empty())) {
       ns_obj = admission::namespace_object(c, r);
       ns_read = true;
     }
@@ -612,8 +666,11 @@ std::optional<ApiError> Admission::mutate(Context& c, AdmissionRequest& r) {
     }
     if (auto err = check_dry_run(c, w)) return err;
     seen[i] = changes;
+    std::optional<AdmissionRequest> converted;
+    if (!a.version.empty()) converted = admission::shown_at(c, r, a.version);
+    const AdmissionRequest& shown = converted ? *converted : r;
     auto answer = admission::call_webhook(
-        c, w, admission::admission_review(c, w, r, new_review_uid()));
+        c, w, admission::admission_review(c, w, shown, new_review_uid()));
     add_warnings(c, answer.warnings);
     if (!answer.called) {
       if (!w.fail_closed) {
@@ -625,11 +682,13 @@ std::optional<ApiError> Admission::mutate(Context& c, AdmissionRequest& r) {
     }
     if (!answer.allowed) return denied(w, answer.status);
     if (answer.patch.is_array() && !answer.patch.empty()) {
-      auto patched = apply_patch(PatchType::kJson, r.object, answer.patch, nullptr);
+      auto patched = apply_patch(PatchType::kJson, shown.object, answer.patch, nullptr);
       if (!patched.is_ok())
         return call_failed(w, "JSONPatch could not be applied: " + patched.status().message());
       json next = std::move(patched).value();
-      restore_system_fields(next, r.object);
+      restore_system_fields(next, shown.object);
+      // Back to the request's version (an apiVersion, as the CRD converts with None).
+      if (converted && next.is_object()) next["apiVersion"] = r.object.value("apiVersion", json());
       if (next != r.object) {
         r.object = std::move(next);
         ++changes;
@@ -656,12 +715,18 @@ std::optional<ApiError> Admission::validate(Context& c, const AdmissionRequest& 
   if (!s) return ApiError(Status::internal("reading admission configurations: " + error));
   if (s->validating.empty() && s->bindings.empty()) return std::nullopt;
   const admission::Target t = admission::target_of(c, r);
-  json ns_obj = admission::namespace_object(c, r);
+  // The namespace is read only where something looks at it: a policy's CEL, a webhook's
+  // namespaceSelector or matchConditions.
+  bool wants_namespace = !s->bindings.empty();
+  for (const Webhook& w : s->validating)
+    wants_namespace = wants_namespace || !w.namespace_selector.empty() || !w.match_conditions.empty();
+  const json ns_obj = wants_namespace ? admission::namespace_object(c, r) : json(nullptr);
   if (!s->bindings.empty()) {
     if (auto err = admission::run_policies(c, *s, r, t, ns_obj)) return err;
   }
   // The validating webhooks that apply, called at once, each on its own thread.
   std::vector<const Webhook*> hooks;
+  std::vector<std::string> versions;
   for (const Webhook& w : s->validating) {
     Applies a = webhook_applies(c, w, t, r, ns_obj);
     if (!a.yes) continue;
@@ -671,16 +736,21 @@ std::optional<ApiError> Admission::validate(Context& c, const AdmissionRequest& 
     }
     if (auto err = check_dry_run(c, w)) return err;
     hooks.push_back(&w);
+    versions.push_back(std::move(a.version));
   }
   if (hooks.empty()) return std::nullopt;
   std::vector<admission::WebhookAnswer> answers(hooks.size());
+  auto review_of = [&](size_t i) {
+    if (versions[i].empty()) return admission::admission_review(c, *hooks[i], r, new_uid());
+    return admission::admission_review(c, *hooks[i], admission::shown_at(c, r, versions[i]),
+                                       new_uid());
+  };
   if (hooks.size() == 1) {
-    answers[0] = admission::call_webhook(c, *hooks[0],
-                                         admission::admission_review(c, *hooks[0], r, new_uid()));
+    answers[0] = admission::call_webhook(c, *hooks[0], review_of(0));
   } else {
     std::vector<std::thread> threads;
     for (size_t i = 0; i < hooks.size(); ++i) {
-      json review = admission::admission_review(c, *hooks[i], r, new_uid());
+      json review = review_of(i);
       threads.emplace_back([&, i, review = std::move(review)] {
         answers[i] = admission::call_webhook(c, *hooks[i], review);
       });

@@ -44,6 +44,12 @@ struct AdmissionRequest {
   // The object's kind when it is not the resource's: a CONNECT's PodExecOptions,
   // PodAttachOptions or PodPortForwardOptions.
   std::string kind = {};
+  // That kind's group/version where it is not the resource's: "autoscaling/v1" for the
+  // Scale a webhook sees on the scale subresource.
+  std::string kind_group_version = {};
+  // The version the objects are shown at where a matchPolicy Equivalent rule matched
+  // another served version of the resource (empty: the request's own).
+  std::string shown_version = {};
 };
 
 namespace admission {

@@ -44,6 +44,13 @@ struct Target {
 };
 
 bool rule_matches(const Rule& rule, const Target& t);
+// The version `rules` match the request at: "" for its own; under matchPolicy Equivalent
+// another served version of the same custom resource (vkube's CRDs convert with strategy
+// None, so its objects differ only in apiVersion); nullopt when none matches.
+std::optional<std::string> matched_version(Context& c, const std::vector<Rule>& rules,
+                                           bool equivalent, const Target& t);
+// The request as a webhook or policy that matched at `version` sees it (r itself for "").
+AdmissionRequest shown_at(Context& c, const AdmissionRequest& r, const std::string& version);
 std::vector<Rule> parse_rules(const json& rules);
 
 // A CEL expression compiled for admission (the variables of admission_policy.cpp's env).
@@ -75,6 +82,7 @@ struct Webhook {
   std::string config, name;
   bool mutating = false;
   std::vector<Rule> rules;
+  bool equivalent = true;   // matchPolicy Equivalent (the v1 default), else Exact
   bool fail_closed = true;  // failurePolicy Fail (the v1 default), else Ignore
   api::LabelSelector namespace_selector, object_selector;
   std::string side_effects;  // None, NoneOnDryRun, Some, Unknown
@@ -98,6 +106,7 @@ struct Validation {
 
 struct MatchResources {
   std::vector<Rule> rules, exclude;
+  bool equivalent = true;  // matchPolicy Equivalent (the default), else Exact
   api::LabelSelector namespace_selector, object_selector;
   bool set = false;  // a binding's matchResources given
 };
@@ -161,7 +170,13 @@ std::optional<ApiError> run_policies(Context& c, const Snapshot& s, const Admiss
 // Reads the namespace object of a namespaced request (null when not namespaced or absent).
 json namespace_object(Context& c, const AdmissionRequest& r);
 Target target_of(Context& c, const AdmissionRequest& r);
-bool resources_match(Context& c, const MatchResources& m, const Target& t, const AdmissionRequest& r,
-                     const json& namespace_object);
+// request.kind of a review: {group, version, kind} of the object the webhook is shown.
+json request_kind(Context& c, const AdmissionRequest& r);
+// request.resource's version: the shown version, else the request's.
+std::string resource_version(Context& c, const AdmissionRequest& r);
+// Whether `m` matches the request: nullopt when not, else the version it matched at (as
+// matched_version).
+std::optional<std::string> resources_match(Context& c, const MatchResources& m, const Target& t,
+                                           const AdmissionRequest& r, const json& namespace_object);
 
 }  // namespace vkube::apiserver::admission

@@ -152,17 +152,20 @@ ApiError denial(Context& c, const AdmissionRequest& r, const Policy& p, const Bi
 std::optional<ApiError> run_policies(Context& c, const Snapshot& s, const AdmissionRequest& r,
                                      const Target& t, const json& ns_obj) {
   json base;
-  bool base_made = false;
+  std::optional<std::string> base_version;  // the version `base` shows the objects at
   for (const Binding& b : s.bindings) {
     auto pit = std::find_if(s.policies.begin(), s.policies.end(),
                             [&](const Policy& p) { return p.name == b.policy; });
     if (pit == s.policies.end()) continue;
     const Policy& p = *pit;
-    if (!resources_match(c, p.match, t, r, ns_obj)) continue;
+    // The policy's matchConstraints decide the version its CEL sees the objects at.
+    const std::optional<std::string> version = resources_match(c, p.match, t, r, ns_obj);
+    if (!version) continue;
     if (b.match.set && !resources_match(c, b.match, t, r, ns_obj)) continue;
-    if (!base_made) {
-      base = cel_activation(c, r, ns_obj);
-      base_made = true;
+    if (base_version != version) {
+      base = version->empty() ? cel_activation(c, r, ns_obj)
+                              : cel_activation(c, shown_at(c, r, *version), ns_obj);
+      base_version = version;
     }
     auto params = params_of(c, p, b, r);
     std::vector<Decision> decisions;

@@ -153,18 +153,22 @@ std::string review_version(const Webhook& w) {
 json admission_review(Context& c, const Webhook& w, const AdmissionRequest& r,
                       const std::string& uid) {
   const api::Resource& res = c.resource();
-  const std::string version = c.info.version.empty() ? res.gv.version : c.info.version;
-  json kind = {{"group", res.gv.group},
-               {"version", version},
-               {"kind", r.kind.empty() ? res.kind : r.kind}};
-  json resource = {{"group", res.gv.group}, {"version", version}, {"resource", res.plural}};
+  json kind = request_kind(c, r);
+  json resource = {
+      {"group", res.gv.group}, {"version", resource_version(c, r)}, {"resource", res.plural}};
+  // What the client asked for, where a matchPolicy Equivalent rule matched another version.
+  const std::string asked = c.info.version.empty() ? res.gv.version : c.info.version;
+  json request_kind_value = kind;
+  if (r.kind_group_version.empty()) request_kind_value["version"] = asked;
+  json request_resource = resource;
+  request_resource["version"] = asked;
   json user = {{"username", c.user.name}, {"groups", c.user.groups}};
   if (!c.user.uid.empty()) user["uid"] = c.user.uid;
   json req = {{"uid", uid},
               {"kind", kind},
               {"resource", resource},
-              {"requestKind", kind},
-              {"requestResource", resource},
+              {"requestKind", std::move(request_kind_value)},
+              {"requestResource", std::move(request_resource)},
               {"name", r.name},
               {"operation", r.operation},
               {"userInfo", std::move(user)},

@@ -74,12 +74,28 @@ http::Response guaranteed_update(Context& c, const Transform& transform, const F
           "the namespace of the provided object does not match the namespace sent on the request"));
 
     const bool dynamic = c.server.admission().active();
+    // On the scale subresource webhooks and policies see autoscaling/v1 Scales, as kube
+    // shows them; what a mutating webhook changes in the Scale goes back to the object.
+    const bool scale = c.info.subresource == "scale";
+    auto admitted = [&](const json& obj) -> AdmissionRequest {
+      AdmissionRequest a{"UPDATE", c.info.subresource, name, c.info.namespace_,
+                         scale ? to_scale(c.kind, obj) : obj, scale ? to_scale(c.kind, cur) : cur,
+                         write_options(c, "UpdateOptions")};
+      if (scale) {
+        a.kind = "Scale";
+        a.kind_group_version = "autoscaling/v1";
+      }
+      return a;
+    };
     if (dynamic) {
-      AdmissionRequest a{"UPDATE", c.info.subresource, name, c.info.namespace_, std::move(next),
-                         cur, write_options(c, "UpdateOptions")};
+      AdmissionRequest a = admitted(next);
       auto err = c.server.admission().mutate(c, a);
-      next = std::move(a.object);
       if (err) return error_response(*err);
+      if (!scale) {
+        next = std::move(a.object);
+      } else if (Status applied = apply_scale(c.kind, a.object, next); !applied.is_ok()) {
+        return error_response(applied);
+      }
     }
     prepare_update(c, cur, next);
     fields(cur, next);
@@ -98,9 +114,7 @@ http::Response guaranteed_update(Context& c, const Transform& transform, const F
       if (adopts && !c.dry_run()) c.server.service_ips().adopt(cur, next);
     }
     if (dynamic) {
-      AdmissionRequest a{"UPDATE", c.info.subresource, name, c.info.namespace_, next, cur,
-                         write_options(c, "UpdateOptions")};
-      if (auto err = c.server.admission().validate(c, a)) return error_response(*err);
+      if (auto err = c.server.admission().validate(c, admitted(next))) return error_response(*err);
     }
     const auto expected = std::stoll(cur_rv);
     auto committed = commit_update(c, key, cur, next, expected);

@@ -135,6 +135,24 @@ metadata: {name: named-warn}
 spec:
   policyName: named
   validationActions: [Warn]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: scale-limit}
+spec:
+  matchConstraints:
+    resourceRules: [{apiGroups: [apps], apiVersions: [v1], operations: [UPDATE], resources: [deployments/scale]}]
+  validations:
+  - expression: "object.kind == 'Scale' && request.kind.group == 'autoscaling' && object.spec.replicas <= 5"
+    message: "a scaled Deployment keeps at most 5 replicas"
+    reason: Forbidden
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: scale-limit}
+spec:
+  policyName: scale-limit
+  validationActions: [Deny]
 )yaml";
 
 void check_webhooks(Cluster& c, const std::string& ca_file) {
@@ -272,6 +290,15 @@ void check_policies(Cluster& c) {
   CHECK_THAT(c.kubectl({"-n", "free", "create", "deployment", "big", "--image=nginx",
                         "--replicas=9"}),
              Succeeded());
+  // The scale subresource is shown as an autoscaling/v1 Scale.
+  CHECK_THAT(c.kubectl({"-n", "free", "scale", "deployment", "big", "--replicas=7"}),
+             FailedWith("deployments.apps \"big\" is forbidden: ValidatingAdmissionPolicy "
+                        "'scale-limit' with binding 'scale-limit' denied request: a scaled "
+                        "Deployment keeps at most 5 replicas"));
+  CHECK_THAT(c.kubectl({"-n", "free", "scale", "deployment", "big", "--replicas=4"}),
+             Succeeded());
+  CHECK(c.kubectl({"-n", "free", "get", "deployment", "big", "-o", "jsonpath={.spec.replicas}"})
+            .out == "4");
   // A Warn binding: the request goes through with kube's warning.
   Result warned = c.kubectl({"create", "deployment", "tmp-x", "--image=nginx", "--replicas=1"});
   CHECK_THAT(warned, Succeeded());

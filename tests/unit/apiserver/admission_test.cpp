@@ -315,6 +315,75 @@ TEST_CASE("validating admission policies: params, variables, match conditions, a
   CHECK(warned);
 }
 
+TEST_CASE("matchPolicy Equivalent: a rule for one version of a custom resource sees its others",
+          "[apiserver][admission]") {
+  WebhookServer hooks;
+  Cluster c;
+  REQUIRE(c.call("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                 testing::boxes_crd())
+              .status == 201);
+  const json v1_rules = {{{"operations", {"CREATE"}},
+                          {"apiGroups", {"example.com"}},
+                          {"apiVersions", {"v1"}},
+                          {"resources", {"boxes"}}}};
+  hooks.on("/equivalent", [](const json& req) {
+    // Shown at the version its rule names; what was asked for alongside.
+    CHECK(req["kind"] == json{{"group", "example.com"}, {"version", "v1"}, {"kind", "Box"}});
+    CHECK(req["resource"]["version"] == "v1");
+    CHECK(req["requestKind"]["version"] == "v1beta1");
+    CHECK(req["requestResource"]["version"] == "v1beta1");
+    CHECK(req["object"]["apiVersion"] == "example.com/v1");
+    return patch_of(json::array({{{"op", "add"}, {"path", "/spec/seen"}, {"value", "v1"}}}));
+  });
+  hooks.on("/exact", [](const json&) { return json{{"allowed", false}}; });
+  REQUIRE(c.call("POST", kMutating,
+                 configuration("m", {webhook("equivalent.test", hooks.url("/equivalent"),
+                                             hooks.ca(), {{"rules", v1_rules}}),
+                                     webhook("exact.test", hooks.url("/exact"), hooks.ca(),
+                                             {{"rules", v1_rules}, {"matchPolicy", "Exact"}})}))
+              .status == 201);
+  auto r = c.call("POST", "/apis/example.com/v1beta1/namespaces/w/boxes",
+                  {{"apiVersion", "example.com/v1beta1"},
+                   {"kind", "Box"},
+                   {"metadata", {{"name", "b"}}},
+                   {"spec", json::object()}});
+  INFO(r.body);
+  REQUIRE(r.status == 201);
+  CHECK(hooks.called("/equivalent") == 1);
+  CHECK(hooks.called("/exact") == 0);
+  // The webhook's patch is kept, and the answer is in the version asked for.
+  json got = json::parse(r.body);
+  CHECK(got["apiVersion"] == "example.com/v1beta1");
+  CHECK(got["spec"]["seen"] == "v1");
+
+  // A policy's CEL sees the object at the version its matchConstraints name.
+  const std::string vap = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies";
+  REQUIRE(c.call("POST", vap,
+                 {{"metadata", {{"name", "v1-only"}}},
+                  {"spec",
+                   {{"matchConstraints", {{"resourceRules", v1_rules}}},
+                    {"validations",
+                     {{{"expression", "object.apiVersion == 'example.com/v1' && "
+                                      "request.kind.version == 'v1' && !has(object.spec.deny)"},
+                       {"message", "denied at v1"}}}}}}})
+              .status == 201);
+  REQUIRE(c.call("POST", "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings",
+                 {{"metadata", {{"name", "v1-only"}}},
+                  {"spec", {{"policyName", "v1-only"}, {"validationActions", {"Deny"}}}}})
+              .status == 201);
+  auto box = [&](const std::string& name, json spec) {
+    return c.call("POST", "/apis/example.com/v1beta1/namespaces/w/boxes",
+                  {{"apiVersion", "example.com/v1beta1"},
+                   {"kind", "Box"},
+                   {"metadata", {{"name", name}}},
+                   {"spec", std::move(spec)}});
+  };
+  CHECK(box("ok", json::object()).status == 201);
+  auto denied = box("no", {{"deny", true}});
+  CHECK(denied.status == 422);
+  CHECK_THAT(message(denied), Catch::Contains("denied at v1"));
+}
+
 TEST_CASE("admission rules match resources and subresources as kube's do", "[admission]") {
   using admission::Rule;
   using admission::Target;

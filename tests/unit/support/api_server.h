@@ -7,6 +7,8 @@
 #include <memory>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "support/temp_dir.h"
 #include "vkube/apiserver/apiserver.h"
 #include "vkube/storage/rocksdb_backend.h"
@@ -41,6 +43,20 @@ inline http::Request request(const std::string& method, const std::string& targe
   req.path = target.substr(0, q);
   if (q != std::string::npos) req.query = target.substr(q + 1);
   return req;
+}
+
+// boxes.example.com: a namespaced CRD serving v1 (stored) and v1beta1, any fields kept.
+inline nlohmann::json boxes_crd() {
+  return nlohmann::json::parse(R"({
+  "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+  "metadata": {"name": "boxes.example.com"},
+  "spec": {"group": "example.com", "scope": "Namespaced",
+    "names": {"plural": "boxes", "kind": "Box"},
+    "versions": [
+      {"name": "v1", "served": true, "storage": true,
+       "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}},
+      {"name": "v1beta1", "served": true, "storage": false,
+       "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}})");
 }
 
 }  // namespace vkube::testing

@@ -24,16 +24,7 @@ http::Response call(ApiServer& api, const std::string& method, const std::string
   return api.handle(req);
 }
 
-const json kCrd = json::parse(R"({
-  "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-  "metadata": {"name": "boxes.example.com"},
-  "spec": {"group": "example.com", "scope": "Namespaced",
-    "names": {"plural": "boxes", "kind": "Box"},
-    "versions": [
-      {"name": "v1", "served": true, "storage": true,
-       "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}},
-      {"name": "v1beta1", "served": true, "storage": false,
-       "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}})");
+const json kCrd = testing::boxes_crd();
 
 TEST_CASE("custom resource lists splice only the top-level resourceVersion", "[apiserver][crd]") {
   testing::ApiServerOverStore s;
