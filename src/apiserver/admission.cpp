@@ -341,8 +341,7 @@ Policy parse_policy(const std::string& name, const json& obj) {
   p.match_conditions = parse_match_conditions(at(spec, "matchConditions"), params);
   for (const json& v : list_at(spec, "variables"))
     p.variables.emplace_back(text(v, "name"), compile_expression(text(v, "expression"), params));
-  for (const json& v :
-       list_at(spec, "validations")) {
+  for (const json& v : list_at(spec, "validations")) {
     Validation val;
     val.expression = compile_expression(text(v, "expression"), params);
     val.message = text(v, "message");
@@ -350,6 +349,10 @@ Policy parse_policy(const std::string& name, const json& obj) {
       val.message_expression = compile_expression(text(v, "messageExpression"), params);
     val.reason = text(v, "reason", "Invalid");
     p.validations.push_back(std::move(val));
+  }
+  for (const json& a : list_at(spec, "auditAnnotations")) {
+    p.audit_annotations.emplace_back(text(a, "key"),
+                                     compile_expression(text(a, "valueExpression"), params));
   }
   return p;
 }

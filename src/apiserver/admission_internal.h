@@ -119,6 +119,7 @@ struct Policy {
   std::vector<MatchCondition> match_conditions;
   std::vector<std::pair<std::string, Expression>> variables;
   std::vector<Validation> validations;
+  std::vector<std::pair<std::string, Expression>> audit_annotations;  // key, valueExpression
 };
 
 struct Binding {

@@ -27,6 +27,8 @@ struct Decision {
   bool error = false;   // could not be evaluated: the failurePolicy decides
   std::string message;
   std::string reason = "Invalid";
+  // auditAnnotations: "<policy>/<key>" and the value its expression gave.
+  std::vector<std::pair<std::string, std::string>> annotations;
 };
 
 // The param objects a binding gives its policy; kNotFound when none matched.
@@ -92,6 +94,26 @@ Decision evaluate(const Policy& p, json activation, bool* applies) {
     if (!e.program) continue;
     auto v = crd::cel::evaluate(*e.program, activation, nullptr);
     if (v.ok) vars[name] = std::move(v.value);
+  }
+  // auditAnnotations: a string is recorded, null leaves the key out, anything else (or an
+  // error) fails the policy as a validation that cannot be evaluated does.
+  for (const auto& [key, e] : p.audit_annotations) {
+    std::string error = e.program ? "" : "compilation error: " + e.error;
+    if (e.program) {
+      auto v = crd::cel::evaluate(*e.program, activation, nullptr);
+      if (!v.ok)
+        error = "valueExpression '" + e.source + "' resulted in error: " + v.error;
+      else if (v.value.is_string())
+        d.annotations.emplace_back(p.name + "/" + key, v.value.get<std::string>());
+      else if (!v.value.is_null())
+        error = "valueExpression '" + e.source + "' resulted in error: must evaluate to a string "
+                "or null";
+    }
+    if (!error.empty()) {
+      d.failed = d.error = true;
+      d.message = std::move(error);
+      return d;
+    }
   }
   for (const Validation& val : p.validations) {
     if (!val.expression.program) {
@@ -182,6 +204,11 @@ std::optional<ApiError> run_policies(Context& c, const Snapshot& s, const Admiss
         if (!p.param_kind.empty()) activation["params"] = param;
         bool applies = true;
         Decision d = evaluate(p, std::move(activation), &applies);
+        // vkube keeps no audit log: its server log records them, as it does the Audit action.
+        for (const auto& [key, value] : d.annotations)
+          VKUBE_LOG(info, "validating admission policy audit annotation", {"binding", b.name},
+                    {"key", key}, {"value", value}, {"resource", c.resource().group_resource()},
+                    {"name", r.name}, {"namespace", r.ns});
         if (!applies || !d.failed) continue;
         decisions.push_back(std::move(d));
       }

@@ -313,6 +313,35 @@ TEST_CASE("validating admission policies: params, variables, match conditions, a
                      "'named': no temporary names") != std::string::npos)
       warned = true;
   CHECK(warned);
+
+  // auditAnnotations: a string or null is recorded (in the log) and the request goes on; any
+  // other value fails the policy as an expression that cannot be evaluated does.
+  REQUIRE(c.call("POST", vap,
+                 {{"metadata", {{"name", "annotated"}}},
+                  {"spec",
+                   {{"matchConstraints", rules},
+                    {"auditAnnotations",
+                     {{{"key", "keys"}, {"valueExpression", "'n=' + string(size(object.data))"}},
+                      {{"key", "none"}, {"valueExpression", "null"}},
+                      {{"key", "odd"},
+                       {"valueExpression", "object.metadata.name.startsWith('odd') ? 1 : null"}}}}}}})
+              .status == 201);
+  REQUIRE(c.call("POST", bindings,
+                 {{"metadata", {{"name", "annotated"}}},
+                  {"spec", {{"policyName", "annotated"}, {"validationActions", {"Audit"}}}}})
+              .status == 201);
+  CHECK(c.configmap("plain").status == 201);
+  // Audit only: a failure is logged, not refused; Deny refuses it.
+  CHECK(c.configmap("odd1").status == 201);
+  REQUIRE(c.call("PUT",
+                 "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/annotated",
+                 {{"metadata", {{"name", "annotated"}}},
+                  {"spec", {{"policyName", "annotated"}, {"validationActions", {"Deny"}}}}})
+              .status == 200);
+  r = c.call("POST", "/api/v1/namespaces/w/configmaps",
+             {{"metadata", {{"name", "odd2"}}}, {"data", {{"a", "b"}}}});
+  CHECK(r.status == 422);
+  CHECK_THAT(message(r), Catch::Contains("must evaluate to a string or null"));
 }
 
 TEST_CASE("matchPolicy Equivalent: a rule for one version of a custom resource sees its others",
