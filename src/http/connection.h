@@ -203,9 +203,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void upgrade_read();
   void upgrade_wait(bool for_read);
   void upgrade_finish();
-  enum class IoResult { kData, kBlocked, kWantWrite, kWantRead, kEof, kFailed };
+  enum class IoResult { kData, kBlocked, kWantWrite, kEof, kFailed };
   IoResult upgrade_recv(char* out, size_t size, size_t* n);
-  IoResult upgrade_send(const char* data, size_t size, size_t* n);
 
   ServerCore& core_;
   net::any_io_executor executor_;  // a strand
@@ -245,15 +244,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::function<void(std::shared_ptr<Duplex>)> upgrade_;
   std::shared_ptr<UpgradeChannel> channel_;  // reset by close_now
   bool up_read_waiting_ = false;   // an async_wait for the socket is pending for reads
-  bool up_write_waiting_ = false;  // ... for writes
   bool up_read_paused_ = false;    // the channel is full; the reader resumes us
   bool up_read_eof_ = false;
-  bool up_read_wants_write_ = false;  // SSL_read needs the socket writable
-  bool up_write_wants_read_ = false;  // SSL_write needs the socket readable
-  bool up_write_shut_ = false;        // our sending direction is closed
   std::string up_in_;   // read buffer
-  std::string up_out_;  // bytes being sent (the same bytes again after WANT_WRITE)
-  size_t up_out_sent_ = 0;
 };
 
 }  // namespace vkube::http::detail

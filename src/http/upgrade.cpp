@@ -73,7 +73,9 @@ void Connection::on_upgrade_head(error_code ec, size_t) {
   std::string already(static_cast<const char*>(seen.data()), seen.size());
   buffer_.clear();
   buffer_.shrink_to_fit();
-  channel_ = std::make_shared<UpgradeChannel>(shared_from_this(), std::move(already));
+  channel_ = std::make_shared<UpgradeChannel>(shared_from_this(), std::move(already),
+                                              tls_ ? tls_->native_handle() : nullptr,
+                                              lowest().socket().native_handle());
   try {
     handler(std::make_shared<UpgradeHandle>(channel_));
   } catch (const std::exception& e) {
@@ -87,8 +89,15 @@ void Connection::on_upgrade_head(error_code ec, size_t) {
 
 Connection::IoResult Connection::upgrade_recv(char* out, size_t size, size_t* n) {
   if (tls_) {
+    std::lock_guard io(channel_->io_mutex());  // a handler thread may be writing
     SSL* ssl = tls_->native_handle();
-    if (SSL_read_ex(ssl, out, size, n) == 1) return IoResult::kData;
+    if (SSL_read_ex(ssl, out, size, n) == 1) {
+      // And the records already here: one hand-off to the handler, not one per record.
+      size_t more = 0;
+      while (*n < size && SSL_read_ex(ssl, out + *n, size - *n, &more) == 1) *n += more;
+      ERR_clear_error();
+      return IoResult::kData;
+    }
     int err = SSL_get_error(ssl, 0);
     ERR_clear_error();
     if (err == SSL_ERROR_WANT_READ) return IoResult::kBlocked;
@@ -104,28 +113,6 @@ Connection::IoResult Connection::upgrade_recv(char* out, size_t size, size_t* n)
       return IoResult::kData;
     }
     if (r == 0) return IoResult::kEof;
-    if (errno == EINTR) continue;
-    return errno == EAGAIN || errno == EWOULDBLOCK ? IoResult::kBlocked : IoResult::kFailed;
-  }
-}
-
-Connection::IoResult Connection::upgrade_send(const char* data, size_t size, size_t* n) {
-  if (tls_) {
-    SSL* ssl = tls_->native_handle();
-    if (SSL_write_ex(ssl, data, size, n) == 1) return IoResult::kData;
-    int err = SSL_get_error(ssl, 0);
-    ERR_clear_error();
-    if (err == SSL_ERROR_WANT_WRITE) return IoResult::kBlocked;
-    if (err == SSL_ERROR_WANT_READ) return IoResult::kWantRead;
-    return IoResult::kFailed;
-  }
-  int fd = lowest().socket().native_handle();
-  for (;;) {
-    ssize_t r = ::send(fd, data, size, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (r >= 0) {
-      *n = static_cast<size_t>(r);
-      return IoResult::kData;
-    }
     if (errno == EINTR) continue;
     return errno == EAGAIN || errno == EWOULDBLOCK ? IoResult::kBlocked : IoResult::kFailed;
   }
@@ -148,14 +135,12 @@ void Connection::upgrade_read() {
       case IoResult::kBlocked:
         return upgrade_wait(true);
       case IoResult::kWantWrite:
-        up_read_wants_write_ = true;
         return upgrade_wait(false);
       case IoResult::kEof:
         up_read_eof_ = true;
         std::string().swap(up_in_);
         channel->deliver_eof();
         return;
-      case IoResult::kWantRead:
       case IoResult::kFailed:
         channel->fail("the connection failed");
         return close_now();
@@ -179,81 +164,28 @@ void Connection::upgrade_finish() {
   drain();
 }
 
+// The handler let go (UpgradeChannel::release, after shutting the sending
+// side): the connection ends as a finished response does.
 void Connection::upgrade_flush() {
-  if (state_ != State::kUpgraded || up_write_waiting_) return;
-  if (up_write_shut_) {
-    if (channel_ && channel_->released()) upgrade_finish();
-    return;
-  }
-  UpgradeChannel* channel = channel_.get();
-  if (!channel) return close_now();
-  for (int turn = 0; turn < kTurns; ++turn) {
-    if (up_out_sent_ == up_out_.size()) {
-      up_out_.clear();
-      up_out_sent_ = 0;
-      bool shut = false;
-      if (!channel->take(up_out_, &shut)) {
-        if (shut) {
-          up_write_shut_ = true;
-          if (tls_) {
-            SSL_shutdown(tls_->native_handle());  // close_notify
-            ERR_clear_error();
-          }
-          error_code ec;
-          lowest().socket().shutdown(net::socket_base::shutdown_send, ec);
-          if (channel->released()) return upgrade_finish();
-        }
-        if (up_out_.capacity() > kReadSize) std::string().swap(up_out_);
-        return;
-      }
-    }
-    size_t n = 0;
-    switch (upgrade_send(up_out_.data() + up_out_sent_, up_out_.size() - up_out_sent_, &n)) {
-      case IoResult::kData:
-        up_out_sent_ += n;
-        channel->sent(n);
-        continue;
-      case IoResult::kBlocked:
-        return upgrade_wait(false);
-      case IoResult::kWantRead:
-        up_write_wants_read_ = true;
-        return upgrade_wait(true);
-      default:
-        channel->fail("the connection failed");
-        return close_now();
-    }
-  }
-  net::post(executor_, [self = shared_from_this()] { self->upgrade_flush(); });
+  if (state_ != State::kUpgraded) return;
+  if (channel_ && channel_->released()) upgrade_finish();
 }
 
+// The reader waits for the socket: readable, or writable for an SSL_read
+// that must send first.
 void Connection::upgrade_wait(bool for_read) {
-  bool& waiting = for_read ? up_read_waiting_ : up_write_waiting_;
-  if (waiting) return;
-  waiting = true;
+  if (up_read_waiting_) return;
+  up_read_waiting_ = true;
   lowest().socket().async_wait(
       for_read ? net::socket_base::wait_read : net::socket_base::wait_write,
-      [self = shared_from_this(), for_read](error_code ec) {
-        (for_read ? self->up_read_waiting_ : self->up_write_waiting_) = false;
+      [self = shared_from_this()](error_code ec) {
+        self->up_read_waiting_ = false;
         if (self->state_ != State::kUpgraded) return;
         if (ec) {
           if (self->channel_) self->channel_->fail("the connection failed");
           return self->close_now();
         }
-        // Readiness serves whichever side asked for it: a read that needed
-        // the socket writable, or a write that needed it readable.
-        if (for_read) {
-          if (self->up_write_wants_read_) {
-            self->up_write_wants_read_ = false;
-            self->upgrade_flush();
-          }
-          self->upgrade_read();
-        } else {
-          if (self->up_read_wants_write_) {
-            self->up_read_wants_write_ = false;
-            self->upgrade_read();
-          }
-          self->upgrade_flush();
-        }
+        self->upgrade_read();
       });
 }
 

@@ -10,6 +10,14 @@
 #include <mutex>
 #include <string>
 
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
 #include <boost/asio/post.hpp>
 
 #include "connection.h"
@@ -18,18 +26,25 @@ namespace vkube::http::detail {
 
 namespace upgrade_limits {
 
-constexpr size_t kInboundLimit = 1u << 20;   // read ahead of the handler
-constexpr size_t kOutboundLimit = 1u << 20;  // queued for the socket
+constexpr size_t kInboundLimit = 1u << 20;  // read ahead of the handler
 
 }  // namespace upgrade_limits
 
 // The state of an upgraded connection: its Duplex methods run on the
-// handler's threads and wait on cv_; the connection's strand fills and
-// drains it. The handler holds it through an UpgradeHandle.
+// handler's threads and wait on cv_; the connection's strand fills the
+// inbound buffer. Writes go to the socket from the writing thread itself
+// (SSL_write or send, under io_mu_, which the strand's SSL_read takes too):
+// no copy into a queue and no hand-off to the strand per write, which for a
+// relay cost as much as the encryption. A writer waits for the socket with
+// poll(2) outside the lock. The handler holds the channel through an
+// UpgradeHandle.
 class UpgradeChannel final : public Duplex {
  public:
-  UpgradeChannel(std::shared_ptr<Connection> connection, std::string already_read)
-      : connection_(std::move(connection)), executor_(connection_->executor()) {
+  // `ssl` (null: plain TCP) and `fd` are the connection's; they stay valid
+  // until fail(), which the connection calls before it closes them.
+  UpgradeChannel(std::shared_ptr<Connection> connection, std::string already_read, SSL* ssl,
+                 int fd)
+      : connection_(std::move(connection)), executor_(connection_->executor()), ssl_(ssl), fd_(fd) {
     inbound_ = std::move(already_read);
   }
 
@@ -57,32 +72,54 @@ class UpgradeChannel final : public Duplex {
   }
 
   Status write(std::string_view data) override {
-    std::unique_lock lock(mu_);
+    Clock::time_point deadline;
+    {
+      std::lock_guard lock(mu_);
+      if (closed_) return Status::cancelled("the connection was closed");
+      if (failed_) return Status::unavailable(failure_);
+      if (write_shut_) return Status::invalid("write after close_write");
+      deadline = deadline_;
+    }
+    std::unique_lock io(io_mu_);
     while (!data.empty()) {
-      for (;;) {
-        if (closed_) return Status::cancelled("the connection was closed");
-        if (failed_) return Status::unavailable(failure_);
-        if (write_shut_) return Status::invalid("write after close_write");
-        if (queued_ < upgrade_limits::kOutboundLimit) break;
-        room_wanted_ = true;
-        if (!wait(lock)) return Status(Code::kTimeout, "timed out");
+      if (io_closed_) return Status::unavailable("the connection was closed");
+      short want = POLLOUT;
+      if (ssl_ != nullptr) {
+        size_t n = 0;
+        if (SSL_write_ex(ssl_, data.data(), data.size(), &n) == 1) {
+          data.remove_prefix(n);
+          continue;
+        }
+        const int err = SSL_get_error(ssl_, 0);
+        ERR_clear_error();
+        if (err == SSL_ERROR_WANT_READ) want = POLLIN;
+        else if (err != SSL_ERROR_WANT_WRITE) return write_failed(io);
+      } else {
+        ssize_t n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n >= 0) {
+          data.remove_prefix(static_cast<size_t>(n));
+          continue;
+        }
+        if (errno == EINTR) continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK) return write_failed(io);
       }
-      // Take what fits, so one huge write does not queue without bound.
-      size_t n = std::min(data.size(),
-                          std::max<size_t>(upgrade_limits::kOutboundLimit - queued_, 64 * 1024));
-      outbound_.append(data.data(), n);
-      queued_ += n;
-      data.remove_prefix(n);
-      kick_writer();
+      // The socket is full: wait for it outside the lock, in slices, so a
+      // close in the meantime is noticed.
+      io.unlock();
+      Status waited = wait_socket(want, deadline);
+      io.lock();
+      if (!waited.is_ok()) return waited;
     }
     return Status::ok();
   }
 
   void close_write() override {
-    std::lock_guard lock(mu_);
-    if (closed_ || write_shut_) return;
-    write_shut_ = true;
-    kick_writer();
+    {
+      std::lock_guard lock(mu_);
+      if (closed_ || write_shut_) return;
+      write_shut_ = true;
+    }
+    shut_sending();
   }
 
   void close() override {
@@ -103,14 +140,20 @@ class UpgradeChannel final : public Duplex {
     cv_.notify_all();
   }
 
-  // The handler let go without close(): what it wrote is still sent, then
-  // the connection closes as a finished response does.
+  // The handler let go without close(): what it wrote was sent (writes
+  // return once it is), so the connection closes as a finished response does.
   void release() {
+    bool shut = false;
+    {
+      std::lock_guard lock(mu_);
+      if (closed_) return;
+      released_ = true;
+      shut = !write_shut_;
+      write_shut_ = true;
+    }
+    if (shut) shut_sending();
     std::lock_guard lock(mu_);
-    if (closed_) return;
-    released_ = true;
-    write_shut_ = true;
-    kick_writer();
+    post([](Connection& c) { c.upgrade_flush(); });
   }
   bool released() {
     std::lock_guard lock(mu_);
@@ -140,36 +183,22 @@ class UpgradeChannel final : public Duplex {
     eof_ = true;
     cv_.notify_all();
   }
+  // The connection is about to close the socket (and free the SSL): from
+  // here on no writer touches them. Waits for a write in progress.
   void fail(std::string why) {
+    {
+      std::lock_guard io(io_mu_);
+      io_closed_ = true;
+    }
     std::lock_guard lock(mu_);
     if (!failed_) failure_ = std::move(why);
     failed_ = true;
     connection_.reset();
     cv_.notify_all();
   }
-  // Moves the queued bytes into `out` (empty on entry). Returns false when
-  // there were none; then `*shut` says whether the handler closed its side.
-  bool take(std::string& out, bool* shut) {
-    std::lock_guard lock(mu_);
-    *shut = write_shut_;
-    if (outbound_.empty()) {
-      write_posted_ = false;
-      return false;
-    }
-    out.swap(outbound_);
-    return true;
-  }
-  // `n` queued bytes reached the socket. A writer waiting for room is woken
-  // once half the queue has drained, not for every record: a wake-up per
-  // 16 KiB TLS record costs more than the copy.
-  void sent(size_t n) {
-    std::lock_guard lock(mu_);
-    queued_ -= std::min(n, queued_);
-    if (room_wanted_ && queued_ <= upgrade_limits::kOutboundLimit / 2) {
-      room_wanted_ = false;
-      cv_.notify_all();
-    }
-  }
+  // The strand's reads of the socket take this too (OpenSSL is not safe for
+  // concurrent calls on one SSL).
+  std::mutex& io_mutex() { return io_mu_; }
 
  private:
   // Waits for a change under the deadline; false when it passed.
@@ -180,10 +209,49 @@ class UpgradeChannel final : public Duplex {
     }
     return cv_.wait_until(lock, deadline_) != std::cv_status::timeout || Clock::now() < deadline_;
   }
-  void kick_writer() {
-    if (write_posted_) return;
-    write_posted_ = true;
-    post([](Connection& c) { c.upgrade_flush(); });
+  // The handler's side is done sending: close_notify, then FIN.
+  void shut_sending() {
+    std::lock_guard io(io_mu_);
+    if (io_closed_) return;
+    if (ssl_ != nullptr) {
+      SSL_shutdown(ssl_);  // one attempt is enough before FIN
+      ERR_clear_error();
+    }
+    ::shutdown(fd_, SHUT_WR);
+  }
+  Status write_failed(std::unique_lock<std::mutex>& io) {
+    io.unlock();
+    std::shared_ptr<Connection> c;
+    {
+      std::lock_guard lock(mu_);
+      c = connection_;
+    }
+    fail("the connection failed");
+    if (c) net::post(executor_, [c] { c->close_now(); });
+    return Status::unavailable("the connection failed");
+  }
+  // Waits until the socket is ready for `events`, the deadline passes, or
+  // the channel closes (checked every 100 ms: the connection may have
+  // closed the descriptor meanwhile).
+  Status wait_socket(short events, Clock::time_point deadline) {
+    for (;;) {
+      {
+        std::lock_guard lock(mu_);
+        if (closed_) return Status::cancelled("the connection was closed");
+        if (failed_) return Status::unavailable(failure_);
+      }
+      int slice = 100;
+      if (deadline != Clock::time_point::max()) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+        if (left.count() <= 0) return Status(Code::kTimeout, "timed out");
+        slice = static_cast<int>(std::min<int64_t>(left.count(), 100));
+      }
+      pollfd p{fd_, events, 0};
+      int r = ::poll(&p, 1, slice);
+      if (r > 0) return Status::ok();  // ready, or an error the next write reports
+      if (r < 0 && errno != EINTR)
+        return Status::unavailable(std::string("poll: ") + std::strerror(errno));
+    }
   }
   template <typename Fn>
   void post(Fn fn) {
@@ -196,13 +264,13 @@ class UpgradeChannel final : public Duplex {
   // close() or when the connection fails.
   std::shared_ptr<Connection> connection_;
   const net::any_io_executor executor_;
+  SSL* const ssl_;
+  const int fd_;
+  std::mutex io_mu_;
+  bool io_closed_ = false;  // guarded by io_mu_: ssl_ and fd_ are no longer ours
   std::string inbound_;
   size_t inbound_off_ = 0;
-  std::string outbound_;
-  size_t queued_ = 0;  // taken by the strand or waiting in outbound_, not yet sent
   bool read_paused_ = false;
-  bool room_wanted_ = false;  // a writer waits for the queue to drain
-  bool write_posted_ = false;
   bool write_shut_ = false;
   bool eof_ = false;
   bool failed_ = false;
