@@ -112,6 +112,8 @@ AdmissionRequest shown_at(Context& c, const AdmissionRequest& r, const std::stri
   AdmissionRequest out = r;
   if (version.empty()) return out;
   out.shown_version = version;
+  // A Scale (the scale subresource) is autoscaling/v1 whatever version its object is seen at.
+  if (!out.kind_group_version.empty()) return out;
   const std::string api_version = c.resource().gv.group + "/" + version;
   for (json* obj : {&out.object, &out.old_object})
     if (obj->is_object() && obj->contains("apiVersion")) (*obj)["apiVersion"] = api_version;
