@@ -72,6 +72,9 @@ class UpgradeChannel final : public Duplex {
   }
 
   Status write(std::string_view data) override {
+    // One write's bytes go out together, even while it waits for the socket
+    // with io_mu_ let go.
+    std::lock_guard one_writer(write_mu_);
     Clock::time_point deadline;
     {
       std::lock_guard lock(mu_);
@@ -266,6 +269,7 @@ class UpgradeChannel final : public Duplex {
   const net::any_io_executor executor_;
   SSL* const ssl_;
   const int fd_;
+  std::mutex write_mu_;  // one write() at a time
   std::mutex io_mu_;
   bool io_closed_ = false;  // guarded by io_mu_: ssl_ and fd_ are no longer ours
   std::string inbound_;
