@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "admission_internal.h"
+#include "authz.h"
 #include "object.h"
 #include "patch_engine.h"
 #include "server_impl.h"
@@ -217,10 +218,10 @@ std::optional<std::string> resources_match(Context& c, const MatchResources& m, 
 }
 
 Expression compile_expression(const std::string& source, bool with_params) {
-  static const std::vector<std::string> kNames = {"object", "oldObject", "request",
-                                                  "namespaceObject", "variables"};
-  static const std::vector<std::string> kWithParams = {"object", "oldObject", "request",
-                                                       "namespaceObject", "variables", "params"};
+  static const std::vector<std::string> kNames = {"object",          "oldObject", "request",
+                                                  "namespaceObject", "variables", "authorizer"};
+  static const std::vector<std::string> kWithParams = {
+      "object", "oldObject", "request", "namespaceObject", "variables", "params", "authorizer"};
   Expression e;
   e.source = source;
   e.program = crd::cel::compile_in_cached(source, with_params ? kWithParams : kNames, &e.error);
@@ -264,15 +265,44 @@ json cel_activation(Context& c, const AdmissionRequest& r, const json& ns_obj) {
           {"variables", json::object()}};
 }
 
+crd::cel::Authorizer cel_authorizer(Context& c, const AdmissionRequest& r) {
+  crd::cel::Authorizer a;
+  a.user = c.user.name;
+  a.groups = c.user.groups;
+  a.group = c.resource().gv.group;
+  a.resource = c.resource().plural;
+  a.subresource = r.subresource;
+  a.ns = r.ns;
+  a.name = r.name;
+  Server& server = c.server;
+  a.authorize = [&server](const crd::cel::AuthzAttributes& q) {
+    rbac::Attributes attrs;
+    attrs.user = q.user;
+    attrs.groups = q.groups;
+    attrs.verb = q.verb;
+    attrs.resource_request = q.resource_request;
+    attrs.api_group = q.group;
+    attrs.resource = q.resource;
+    attrs.subresource = q.subresource;
+    attrs.ns = q.ns;
+    attrs.name = q.name;
+    attrs.path = q.path;
+    rbac::Decision d = server.authorizer().authorize(attrs);
+    return crd::cel::AuthzDecision{d.allowed, d.reason, ""};
+  };
+  return a;
+}
+
 ConditionOutcome evaluate_conditions(const std::vector<MatchCondition>& conditions,
-                                     const json& activation) {
+                                     const json& activation,
+                                     const crd::cel::EvalOptions& options) {
   ConditionOutcome out;
   for (const MatchCondition& m : conditions) {
     if (!m.expression.program) {
       out.error = "compilation failed for matchCondition " + m.name + ": " + m.expression.error;
       return out;
     }
-    auto v = crd::cel::evaluate(*m.expression.program, activation, nullptr);
+    auto v = crd::cel::evaluate(*m.expression.program, activation, nullptr, options);
     if (!v.ok) {
       out.error = "matchCondition " + m.name + ": " + v.error;
       continue;  // kube: a false condition wins over an error
@@ -578,8 +608,11 @@ Applies webhook_applies(Context& c, const Webhook& w, const admission::Target& t
   if (!admission::namespace_selector_matches(c, w.namespace_selector, r, ns_obj)) return out;
   if (!admission::object_selector_matches(w.object_selector, r)) return out;
   if (!w.match_conditions.empty()) {
+    const crd::cel::Authorizer authorizer = admission::cel_authorizer(c, r);
+    crd::cel::EvalOptions options;
+    options.authorizer = &authorizer;
     auto cond = admission::evaluate_conditions(w.match_conditions,
-                                               admission::cel_activation(c, r, ns_obj));
+                                               admission::cel_activation(c, r, ns_obj), options);
     if (!cond.matches) return out;
     if (!cond.error.empty()) {
       out.yes = true;

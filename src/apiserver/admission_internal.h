@@ -76,7 +76,11 @@ struct ConditionOutcome {
   std::string error;  // set when one failed to evaluate
 };
 ConditionOutcome evaluate_conditions(const std::vector<MatchCondition>& conditions,
-                                     const json& activation);
+                                     const json& activation,
+                                     const crd::cel::EvalOptions& options);
+// The `authorizer` of a request's expressions: its user, its resource, the server's RBAC.
+// Refers to c.server; lives no longer than the request.
+crd::cel::Authorizer cel_authorizer(Context& c, const AdmissionRequest& r);
 
 struct Webhook {
   std::string config, name;

@@ -268,6 +268,57 @@ void check_webhooks(Cluster& c, const std::string& ca_file) {
                                       "path=/deny/exec-is-off"));
 }
 
+// Only users who may `approve` configmaps/prod in a namespace may create prod configmaps there.
+const std::string kAuthzPolicy = R"yaml(apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: prod-approval}
+spec:
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]
+  matchConditions:
+  - {name: prod, expression: "has(object.metadata.labels) && 'tier' in object.metadata.labels && object.metadata.labels.tier == 'prod'"}
+  validations:
+  - expression: "authorizer.group('').resource('configmaps').subresource('prod').namespace(request.namespace).check('approve').allowed()"
+    messageExpression: "request.userInfo.username + ' may not approve prod configmaps in ' + request.namespace"
+    reason: Forbidden
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: prod-approval}
+spec:
+  policyName: prod-approval
+  validationActions: [Deny]
+)yaml";
+
+void check_authorizer(Cluster& c) {
+  REQUIRE_THAT(c.kubectl({"apply", "-f", c.file("authz-policy.yaml", kAuthzPolicy)}), Succeeded());
+  REQUIRE_THAT(c.kubectl({"create", "namespace", "team"}), Succeeded());
+  REQUIRE_THAT(c.kubectl({"-n", "team", "create", "role", "writer", "--verb=create",
+                          "--resource=configmaps"}),
+               Succeeded());
+  REQUIRE_THAT(c.kubectl({"-n", "team", "create", "role", "approver", "--verb=approve",
+                          "--resource=configmaps/prod"}),
+               Succeeded());
+  REQUIRE_THAT(c.kubectl({"-n", "team", "create", "rolebinding", "writers", "--role=writer",
+                          "--user=alice", "--user=bob"}),
+               Succeeded());
+  REQUIRE_THAT(c.kubectl({"-n", "team", "create", "rolebinding", "approvers", "--role=approver",
+                          "--user=bob"}),
+               Succeeded());
+  auto prod = [&](const std::string& user, const std::string& name) {
+    return c.kubectl({"-n", "team", "create", "-f",
+                      c.file(name + ".yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: " +
+                                                 name + ", labels: {tier: prod}}\n"),
+                      "--as=" + user});
+  };
+  CHECK_THAT(prod("alice", "a1"),
+             FailedWith("configmaps \"a1\" is forbidden: ValidatingAdmissionPolicy "
+                        "'prod-approval' with binding 'prod-approval' denied request: alice may "
+                        "not approve prod configmaps in team"));
+  CHECK_THAT(c.kubectl({"-n", "team", "create", "configmap", "a2", "--as=alice"}), Succeeded());
+  CHECK_THAT(prod("bob", "b1"), Succeeded());
+}
+
 void check_policies(Cluster& c) {
   REQUIRE_THAT(c.kubectl({"apply", "-f", c.file("policy.yaml", kPolicy)}), Succeeded());
   const std::string denied =
@@ -316,6 +367,7 @@ TEST_CASE("admission webhooks and policies in a tenant: kubectl and Python", "[e
   const std::string ca = make_certificates(t);
   check_webhooks(t, ca);
   check_policies(t);
+  check_authorizer(t);
   Result py = t.run({kPython, std::string(VKUBE_SOURCE_DIR) + "/tests/e2e/python_admission.py"},
                     seconds(60));
   INFO(py);

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -120,12 +121,28 @@ enum class Fn : uint8_t {
   kSetsContains,
   kSetsEquivalent,
   kSetsIntersects,
+  // kube's authorizer library; kAuthzPath first, kAuthzLabelSelector last (a range is tested).
+  kAuthzPath,
+  kAuthzGroup,
+  kAuthzServiceAccount,
+  kAuthzResource,
+  kAuthzSubresource,
+  kAuthzNamespace,
+  kAuthzName,
+  kAuthzCheck,
+  kAuthzAllowed,
+  kAuthzReason,
+  kAuthzErrored,
+  kAuthzError,
+  kAuthzFieldSelector,
+  kAuthzLabelSelector,
 };
 
 enum class Macro : uint8_t { kNone, kAll, kExists, kExistsOne, kMap, kFilter };
 
 inline constexpr int kSlotSelf = -1;
 inline constexpr int kSlotOldSelf = -2;
+inline constexpr int kSlotAuthorizer = -3;
 
 struct Node {
   NodeKind kind = NodeKind::kLiteral;
@@ -181,13 +198,40 @@ std::shared_ptr<const Program> compile_cached(std::string_view expr, std::string
 
 // As compile(), for admission expressions (ValidatingAdmissionPolicy, webhook matchConditions):
 // the identifiers in `names` (object, oldObject, request, params, ...) are declared instead of
-// self and oldSelf, and evaluate() binds `self` to a map holding each of them by name.
+// self and oldSelf, and evaluate() binds `self` to a map holding each of them by name. The name
+// "authorizer" in `names` declares kube's authorizer library variable (EvalOptions::authorizer).
 std::shared_ptr<const Program> compile_in(std::string_view expr,
                                           const std::vector<std::string>& names,
                                           std::string* error);
 std::shared_ptr<const Program> compile_in_cached(std::string_view expr,
                                                  const std::vector<std::string>& names,
                                                  std::string* error);
+
+// What an admission expression's `authorizer` asks (kube's authorizer.Attributes): a resource
+// check (group, resource, ...) or a non-resource path, for `user` and its groups.
+struct AuthzAttributes {
+  std::string user;
+  std::vector<std::string> groups;
+  std::string verb;
+  bool resource_request = false;
+  std::string group, resource, subresource, ns, name;
+  std::string path;
+};
+struct AuthzDecision {
+  bool allowed = false;
+  std::string reason;
+  std::string error;  // the authorizer failed: Decision.errored() is true
+};
+
+// The `authorizer` variable of an admission expression: the requester (a service account
+// through authorizer.serviceAccount()), the request's own resource (authorizer.requestResource)
+// and the server's authorizer, called once per check().
+struct Authorizer {
+  std::string user;
+  std::vector<std::string> groups;
+  std::string group, resource, subresource, ns, name;  // the request's resource
+  std::function<AuthzDecision(const AuthzAttributes&)> authorize;
+};
 
 struct EvalOptions {
   // The structural schema of `self` (and `oldSelf`): integer fields are CEL ints, number fields
@@ -197,6 +241,9 @@ struct EvalOptions {
   // name and generateName, as kube's does.
   bool resource_root = false;
   int64_t cost_limit = kPerCallCostLimit;
+  // Bound to `authorizer` in expressions compiled with that name in their environment; an
+  // expression that reaches it without one fails with "no such attribute: authorizer".
+  const Authorizer* authorizer = nullptr;
 };
 
 struct EvalResult {

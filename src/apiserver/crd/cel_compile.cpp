@@ -62,6 +62,22 @@ constexpr FnSpec kFunctions[] = {
     {"sets.contains", Fn::kSetsContains, 2, 2, -1, -1, "bool"},
     {"sets.equivalent", Fn::kSetsEquivalent, 2, 2, -1, -1, "bool"},
     {"sets.intersects", Fn::kSetsIntersects, 2, 2, -1, -1, "bool"},
+    // kube's authorizer library (declared everywhere, as in kube's base environment; only
+    // admission expressions have an `authorizer` to call them on).
+    {"path", Fn::kAuthzPath, -1, -1, 1, 1, ""},
+    {"group", Fn::kAuthzGroup, -1, -1, 1, 1, ""},
+    {"serviceAccount", Fn::kAuthzServiceAccount, -1, -1, 2, 2, ""},
+    {"resource", Fn::kAuthzResource, -1, -1, 1, 1, ""},
+    {"subresource", Fn::kAuthzSubresource, -1, -1, 1, 1, ""},
+    {"namespace", Fn::kAuthzNamespace, -1, -1, 1, 1, ""},
+    {"name", Fn::kAuthzName, -1, -1, 1, 1, ""},
+    {"check", Fn::kAuthzCheck, -1, -1, 1, 1, ""},
+    {"allowed", Fn::kAuthzAllowed, -1, -1, 0, 0, "bool"},
+    {"reason", Fn::kAuthzReason, -1, -1, 0, 0, "string"},
+    {"errored", Fn::kAuthzErrored, -1, -1, 0, 0, "bool"},
+    {"error", Fn::kAuthzError, -1, -1, 0, 0, "string"},
+    {"fieldSelector", Fn::kAuthzFieldSelector, -1, -1, 1, 1, ""},
+    {"labelSelector", Fn::kAuthzLabelSelector, -1, -1, 1, 1, ""},
 };
 
 // Functions of kube's CEL environment this subset leaves out (quantities, URLs, IPs, CIDRs,
@@ -74,8 +90,7 @@ constexpr std::string_view kUnsupportedFunctions =
     " getDayOfMonth getDayOfWeek getDayOfYear getHours getMinutes getSeconds getMilliseconds"
     " reverse optMap optFlatMap orValue hasValue value or family isUnspecified isLoopback"
     " isLinkLocalMulticast isLinkLocalUnicast isGlobalUnicast containsIP containsCIDR masked"
-    " prefixLength major minor patch authorizer serviceAccount path group resource subresource"
-    " namespace name check allowed reason errored error transformList transformMap"
+    " prefixLength major minor patch transformList transformMap"
     " transformMapEntry sortBy sort distinct flatten slice first last lists.range strings.quote"
     " base64.encode base64.decode math.greatest math.least math.ceil math.floor math.round"
     " math.trunc math.abs math.sign math.isNaN math.isInf math.isFinite math.bitAnd math.bitOr"
@@ -183,7 +198,12 @@ class Resolver {
   // An admission expression's variable (object, request, ...) is a field of the map bound to
   // `self`, which the expression itself cannot name.
   bool resolve_env_ident(Node& n) {
-    if (std::find(env_->begin(), env_->end(), n.name) != env_->end()) {
+    const bool declared = std::find(env_->begin(), env_->end(), n.name) != env_->end();
+    if (declared && n.name == "authorizer") {  // not JSON: EvalOptions::authorizer
+      n.slot = kSlotAuthorizer;
+      return true;
+    }
+    if (declared) {
       auto root = std::make_unique<Node>();
       root->kind = NodeKind::kIdent;
       root->slot = kSlotSelf;
@@ -194,8 +214,6 @@ class Resolver {
       n.args.push_back(std::move(root));
       return true;
     }
-    if (n.name == "authorizer")
-      return fail(n.offset, "'authorizer' is not supported by vkube");
     return resolve_other_ident(n);
   }
 

@@ -77,6 +77,8 @@ Value call_function(const Node& n, const std::vector<Value>& a, Ctx& ctx) {
     case Fn::kDyn:
       return a[0];
     case Fn::kType:
+      if (a[0].kind == Kind::kObject)
+        return make_text(Kind::kType, std::string(authz_type_name(*a[0].object)));
       return make_text(Kind::kType, std::string(type_name(a[0].kind)));
     case Fn::kIndexOf:
     case Fn::kLastIndexOf:
@@ -100,6 +102,21 @@ Value call_function(const Node& n, const std::vector<Value>& a, Ctx& ctx) {
     case Fn::kSetsEquivalent:
     case Fn::kSetsIntersects:
       return sets_function(n.fn, a[0], a[1], ctx);
+    case Fn::kAuthzPath:
+    case Fn::kAuthzGroup:
+    case Fn::kAuthzServiceAccount:
+    case Fn::kAuthzResource:
+    case Fn::kAuthzSubresource:
+    case Fn::kAuthzNamespace:
+    case Fn::kAuthzName:
+    case Fn::kAuthzCheck:
+    case Fn::kAuthzAllowed:
+    case Fn::kAuthzReason:
+    case Fn::kAuthzErrored:
+    case Fn::kAuthzError:
+    case Fn::kAuthzFieldSelector:
+    case Fn::kAuthzLabelSelector:
+      return authz_function(n.fn, a, ctx);
     case Fn::kNone:
       break;
   }
@@ -141,6 +158,7 @@ Value literal_value(const Node& n) {
 
 Value identifier(const Node& n, Ctx& ctx) {
   if (n.slot == kSlotSelf) return *ctx.self;
+  if (n.slot == kSlotAuthorizer) return authorizer_value(ctx);
   if (n.slot == kSlotOldSelf) {
     return ctx.old_self != nullptr ? *ctx.old_self : make_error("no such attribute: oldSelf");
   }
@@ -151,6 +169,7 @@ Value identifier(const Node& n, Ctx& ctx) {
 Value select(const Node& n, Ctx& ctx) {
   Value target = eval(*n.args[0], ctx);
   if (target.is_error()) return target;
+  if (target.kind == Kind::kObject && n.kind == NodeKind::kSelect) return authz_field(target, n.name);
   if (target.kind != Kind::kMap) return no_overload();
   auto v = map_field(target, n.name);
   if (n.kind == NodeKind::kHas) return make_bool(v.has_value());
@@ -367,6 +386,7 @@ EvalResult evaluate(const Program& program, const json& self, const json* old_se
     ctx.self = &self_value;
     ctx.old_self = old_self != nullptr ? &old_value : nullptr;
     ctx.limit = options.cost_limit;
+    ctx.authorizer = options.authorizer;
     detail::Value v = detail::eval(program.root(), ctx);
     result.cost = ctx.cost;
     if (ctx.exceeded) {

@@ -96,8 +96,21 @@ enum class Kind : uint8_t {
   kList,
   kMap,
   kType,
+  kObject,  // an authorizer library value (Authorizer, PathCheck, GroupCheck, ResourceCheck, Decision)
   kError
 };
+
+// The state of an authorizer library value: what it checks so far, or a check's decision.
+struct AuthzObject {
+  enum class Type : uint8_t { kAuthorizer, kPathCheck, kGroupCheck, kResourceCheck, kDecision };
+  Type type = Type::kAuthorizer;
+  AuthzAttributes attrs;  // user and groups always; the rest as the builder calls set them
+  std::string field_selector, label_selector;
+  AuthzDecision decision;
+  const Authorizer* authorizer = nullptr;
+};
+// cel-go's type name of an authorizer value ("kubernetes.authorization.Decision", ...).
+std::string_view authz_type_name(const AuthzObject& o);
 
 struct Value;
 using ValueList = std::vector<Value>;
@@ -117,6 +130,7 @@ struct Value {
   std::shared_ptr<const ValueMap> entries;
   const json* node = nullptr;
   const json* schema = nullptr;
+  std::shared_ptr<const AuthzObject> object;  // kObject
   bool resource_root = false;  // metadata shows only name and generateName
 
   std::string_view str() const {
@@ -186,6 +200,7 @@ std::string_view type_name(Kind kind);
 struct Ctx {
   const Value* self = nullptr;
   const Value* old_self = nullptr;
+  const Authorizer* authorizer = nullptr;
   std::vector<Value> vars;  // comprehension variables by slot
   int64_t cost = 0;
   int64_t limit = kPerCallCostLimit;
@@ -257,5 +272,10 @@ Value to_bytes(const Value& v);
 // kube's list library and cel-go's sets extension (cel_functions_lists.cpp).
 Value list_library(Fn fn, const std::vector<Value>& a, Ctx& ctx);
 Value sets_function(Fn fn, const Value& a, const Value& b, Ctx& ctx);
+// kube's authorizer library (cel_functions_authz.cpp): the `authorizer` variable, its
+// requestResource, and the builder and accessor methods.
+Value authorizer_value(const Ctx& ctx);
+Value authz_field(const Value& target, std::string_view name);
+Value authz_function(Fn fn, const std::vector<Value>& a, Ctx& ctx);
 
 }  // namespace vkube::apiserver::crd::cel::detail

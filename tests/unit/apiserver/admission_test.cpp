@@ -87,8 +87,13 @@ struct Cluster : testing::ApiServerOverStore {
   http::Response call(const std::string& method, const std::string& target,
                       const json& body = nullptr,
                       const std::string& content_type = "application/json") {
+    return call_as({"admin", {"system:masters"}}, method, target, body, content_type);
+  }
+  http::Response call_as(http::PeerCertificate user, const std::string& method,
+                         const std::string& target, const json& body = nullptr,
+                         const std::string& content_type = "application/json") {
     http::Request req = testing::request(method, target);
-    req.peer = http::PeerCertificate{"admin", {"system:masters"}};
+    req.peer = std::move(user);
     if (!body.is_null()) {
       req.body = body.dump();
       req.headers.push_back({"Content-Type", content_type});
@@ -462,9 +467,182 @@ TEST_CASE("admission CEL declares object, request and (with a paramKind) params"
   auto self = admission::compile_expression("self.x", false);
   CHECK_FALSE(self.program);
   CHECK_THAT(self.error, Catch::Contains("undeclared reference to 'self'"));
-  auto authz = admission::compile_expression("authorizer.group('').resource('pods')", false);
-  CHECK_FALSE(authz.program);
-  CHECK_THAT(authz.error, Catch::Contains("not supported by vkube"));
+  CHECK(admission::compile_expression("authorizer.group('').resource('pods')", false).program);
+  // CRD rules have no authorizer.
+  std::string error;
+  CHECK_FALSE(crd::cel::compile("authorizer.path('/x').check('get').allowed()", &error));
+  CHECK_THAT(error, Catch::Contains("undeclared reference to 'authorizer'"));
+}
+
+TEST_CASE("admission CEL authorizer: what each builder asks, decisions, errors and cost",
+          "[admission][cel]") {
+  std::vector<crd::cel::AuthzAttributes> asked;
+  crd::cel::Authorizer authz;
+  authz.user = "alice";
+  authz.groups = {"dev", "system:authenticated"};
+  authz.group = "apps";
+  authz.resource = "deployments";
+  authz.subresource = "scale";
+  authz.ns = "w";
+  authz.name = "web";
+  authz.authorize = [&](const crd::cel::AuthzAttributes& a) {
+    asked.push_back(a);
+    if (a.user == "alice" && a.verb == "get") return crd::cel::AuthzDecision{true, "by rule", ""};
+    if (a.verb == "boom") return crd::cel::AuthzDecision{false, "", "store unavailable"};
+    return crd::cel::AuthzDecision{false, "", ""};
+  };
+  crd::cel::EvalOptions options;
+  options.authorizer = &authz;
+  auto eval = [&](const std::string& expr) {
+    auto e = admission::compile_expression(expr, false);
+    REQUIRE(e.program);
+    return crd::cel::evaluate(*e.program, json::object(), nullptr, options);
+  };
+
+  auto v = eval("authorizer.group('').resource('pods').subresource('log').namespace('w')"
+                ".name('p').check('get').allowed()");
+  REQUIRE(v.ok);
+  CHECK(v.value == true);
+  REQUIRE(asked.size() == 1);
+  CHECK(asked[0].resource_request);
+  CHECK(asked[0].user == "alice");
+  CHECK(asked[0].groups == std::vector<std::string>{"dev", "system:authenticated"});
+  CHECK(asked[0].group.empty());
+  CHECK(asked[0].resource == "pods");
+  CHECK(asked[0].subresource == "log");
+  CHECK(asked[0].ns == "w");
+  CHECK(asked[0].name == "p");
+  CHECK(asked[0].verb == "get");
+  CHECK(eval("authorizer.group('').resource('pods').check('get').reason()").value == "by rule");
+
+  // requestResource is the request's own resource; a path check is a non-resource request.
+  asked.clear();
+  CHECK(eval("authorizer.requestResource.check('update').allowed()").value == false);
+  REQUIRE(asked.size() == 1);
+  CHECK(asked[0].group == "apps");
+  CHECK(asked[0].resource == "deployments");
+  CHECK(asked[0].subresource == "scale");
+  CHECK(asked[0].ns == "w");
+  CHECK(asked[0].name == "web");
+  asked.clear();
+  CHECK(eval("authorizer.path('/healthz').check('get').allowed()").value == true);
+  REQUIRE(asked.size() == 1);
+  CHECK_FALSE(asked[0].resource_request);
+  CHECK(asked[0].path == "/healthz");
+
+  // serviceAccount() asks for the account instead, with kube's groups of it.
+  asked.clear();
+  CHECK(eval("authorizer.serviceAccount('w', 'deployer').group('apps').resource('deployments')"
+             ".check('get').allowed()")
+            .value == false);
+  REQUIRE(asked.size() == 1);
+  CHECK(asked[0].user == "system:serviceaccount:w:deployer");
+  CHECK(asked[0].groups ==
+        std::vector<std::string>{"system:serviceaccounts", "system:serviceaccounts:w"});
+
+  // An authorizer error: errored() and error(), never allowed.
+  auto d = "authorizer.group('').resource('pods').check('boom')";
+  CHECK(eval(std::string(d) + ".errored()").value == true);
+  CHECK(eval(std::string(d) + ".error()").value == "store unavailable");
+  CHECK(eval(std::string(d) + ".allowed()").value == false);
+  CHECK(eval("authorizer.group('').resource('pods').check('get').errored()").value == false);
+
+  // kube's messages for bad arguments; methods on the wrong receiver have no overload.
+  CHECK(eval("authorizer.path(' ').check('get').allowed()").error == "path must not be empty");
+  CHECK(eval("authorizer.group('').resource('').check('get').allowed()").error ==
+        "resource must not be empty");
+  CHECK(eval("authorizer.serviceAccount('w', 'Bad_Name').path('/x')").error ==
+        "Invalid service account name");
+  CHECK(eval("authorizer.serviceAccount('a.b', 'ok').path('/x')").error ==
+        "Invalid service account namespace");
+  CHECK(eval("authorizer.group('').check('get')").error == "no such overload");
+  CHECK(eval("authorizer.group('').resource('pods').allowed()").error == "no such overload");
+  CHECK(eval("type(authorizer.group('')) == type(authorizer.group('x'))").value == true);
+  CHECK_THAT(eval("authorizer.path('/x')").error,
+             Catch::Contains("kubernetes.authorization.PathCheck"));
+
+  // A check costs as kube's: two fit in one expression, a third does not.
+  CHECK(eval("[1, 2].all(i, !authorizer.path('/x').check('put').allowed())").ok);
+  auto three = eval("[1, 2, 3].all(i, !authorizer.path('/x').check('put').allowed())");
+  CHECK(three.cost_exceeded);
+
+  // Without an authorizer bound the variable is an error, not a crash.
+  options.authorizer = nullptr;
+  CHECK(eval("authorizer.path('/x').check('get').allowed()").error ==
+        "no such attribute: authorizer");
+}
+
+TEST_CASE("ValidatingAdmissionPolicy authorizer checks the requester's RBAC",
+          "[apiserver][admission]") {
+  Cluster c;
+  auto create = [&](const std::string& path, json body) {
+    REQUIRE(c.call("POST", path, std::move(body)).status == 201);
+  };
+  const std::string rbac = "/apis/rbac.authorization.k8s.io/v1/namespaces/w/";
+  create(rbac + "roles", {{"metadata", {{"name", "writer"}}},
+                          {"rules",
+                           {{{"apiGroups", {""}},
+                             {"resources", {"configmaps"}},
+                             {"verbs", {"create", "update"}}}}}});
+  create(rbac + "roles", {{"metadata", {{"name", "approver"}}},
+                          {"rules",
+                           {{{"apiGroups", {""}},
+                             {"resources", {"configmaps/prod"}},
+                             {"verbs", {"approve"}}}}}});
+  auto bind = [&](const std::string& name, const std::string& role, json users) {
+    json subjects = json::array();
+    for (const auto& u : users)
+      subjects.push_back(
+          {{"kind", "User"}, {"apiGroup", "rbac.authorization.k8s.io"}, {"name", u}});
+    create(rbac + "rolebindings",
+           {{"metadata", {{"name", name}}},
+            {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", role}}},
+            {"subjects", subjects}});
+  };
+  bind("writers", "writer", {"alice", "bob"});
+  bind("approvers", "approver", {"bob"});
+  create("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies",
+         {{"metadata", {{"name", "prod-approval"}}},
+          {"spec",
+           {{"matchConstraints",
+             {{"resourceRules",
+               {{{"apiGroups", {""}},
+                 {"apiVersions", {"v1"}},
+                 {"operations", {"CREATE", "UPDATE"}},
+                 {"resources", {"configmaps"}}}}}}},
+            {"variables",
+             {{{"name", "prod"},
+               {"expression",
+                "has(object.metadata.labels) && 'tier' in object.metadata.labels && "
+                "object.metadata.labels.tier == 'prod'"}}}},
+            {"validations",
+             {{{"expression",
+                "!variables.prod || authorizer.group('').resource('configmaps')"
+                ".subresource('prod').namespace(request.namespace).check('approve').allowed()"},
+               {"messageExpression",
+                "request.userInfo.username + ' may not approve prod configmaps'"}}}}}}});
+  create("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings",
+         {{"metadata", {{"name", "prod-approval"}}},
+          {"spec", {{"policyName", "prod-approval"}, {"validationActions", {"Deny"}}}}});
+
+  auto configmap = [&](const std::string& user, const std::string& name, const std::string& tier) {
+    return c.call_as({user, {"system:authenticated"}}, "POST", "/api/v1/namespaces/w/configmaps",
+                     {{"metadata", {{"name", name}, {"labels", {{"tier", tier}}}}}});
+  };
+  auto r = configmap("alice", "a1", "prod");
+  CHECK(r.status == 422);  // no reason given: Invalid
+  CHECK(message(r) == "configmaps \"a1\" is forbidden: ValidatingAdmissionPolicy 'prod-approval' "
+                      "with binding 'prod-approval' denied request: alice may not approve prod "
+                      "configmaps");
+  CHECK(configmap("alice", "a2", "dev").status == 201);
+  CHECK(configmap("bob", "b1", "prod").status == 201);
+  // system:masters is allowed everything, by the policy's check too.
+  CHECK(c.call("POST", "/api/v1/namespaces/w/configmaps",
+               {{"metadata", {{"name", "m1"}, {"labels", {{"tier", "prod"}}}}}})
+            .status == 201);
+  // Granting alice the subresource takes effect at her next request.
+  bind("approvers-2", "approver", {"alice"});
+  CHECK(configmap("alice", "a1", "prod").status == 201);
 }
 
 }  // namespace vkube::apiserver
