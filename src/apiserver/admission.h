@@ -9,7 +9,8 @@
 // (PrefixRevision, as the RBAC authorizer keeps its policy), so a write costs one
 // comparison while none exist. Files: admission.cpp (the snapshot, matching, the mutating and
 // validating passes), admission_webhook.cpp (reaching a webhook and the AdmissionReview
-// exchange), admission_policy.cpp (ValidatingAdmissionPolicy over CEL).
+// exchange), admission_policy.cpp (ValidatingAdmissionPolicy over CEL), admission_validation.cpp
+// (the expressions' checks when a policy or configuration is written).
 #pragma once
 
 #include <atomic>
@@ -54,6 +55,15 @@ struct AdmissionRequest {
 
 namespace admission {
 struct Snapshot;
+
+// What kube's validation of a ValidatingAdmissionPolicy or a webhook configuration says of its
+// CEL expressions (admission_validation.cpp): one that does not compile is Invalid,
+//   spec.validations[0].expression: Invalid value: "object.x ==": compilation failed: ERROR: ...
+// an empty one Required. One using what vkube's CEL lacks is accepted with a warning (it fails
+// at admission under the failurePolicy). An expression `old` already holds is not checked again
+// (kube compiles stored expressions leniently). Either out-parameter may be null.
+void check_expressions(const std::string& kind, const json& obj, const json* old,
+                       std::vector<struct FieldError>* errors, std::vector<std::string>* warnings);
 }
 
 class Admission {

@@ -1,5 +1,6 @@
 #include "custom_resources.h"
 
+#include "admission.h"
 #include "cel.h"
 #include "definition.h"
 #include "jsonpath.h"
@@ -37,6 +38,8 @@ void validate_kind(const Kind& k, const json& obj, const json* old, FieldErrors&
   if (!k.resource.is_custom) {
     builtin::validate(k.resource, obj, old, errs);
     if (is_crd(k.resource)) crd::validate_definition(obj, old, errs);
+    if (k.resource.gv.group == "admissionregistration.k8s.io")
+      admission::check_expressions(k.resource.kind, obj, old, &errs, nullptr);
     return;
   }
   const json* s = schema_of(k);
@@ -53,7 +56,10 @@ std::vector<std::string> prune_custom(const Kind& k, json& obj) {
 
 std::vector<std::string> kind_warnings(const Kind& k, const json& obj) {
   if (is_crd(k.resource)) return crd::definition_warnings(obj);
-  return {};
+  std::vector<std::string> warnings;
+  if (k.resource.gv.group == "admissionregistration.k8s.io")
+    admission::check_expressions(k.resource.kind, obj, nullptr, nullptr, &warnings);
+  return warnings;
 }
 
 void to_storage_version(const Kind& k, json& obj) {

@@ -572,6 +572,60 @@ TEST_CASE("admission CEL authorizer: what each builder asks, decisions, errors a
         "no such attribute: authorizer");
 }
 
+TEST_CASE("a policy or webhook configuration whose CEL does not compile is refused when written",
+          "[apiserver][admission]") {
+  Cluster c;
+  const std::string vap = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies";
+  auto policy = [](json spec) {
+    json rules = {{"resourceRules",
+                   {{{"apiGroups", {""}},
+                     {"apiVersions", {"v1"}},
+                     {"operations", {"CREATE"}},
+                     {"resources", {"configmaps"}}}}}};
+    spec["matchConstraints"] = rules;
+    return json{{"metadata", {{"name", "p"}}}, {"spec", std::move(spec)}};
+  };
+  auto r = c.call("POST", vap,
+                  policy({{"validations",
+                           {{{"expression", "object.data.size() >"}},
+                            {{"expression", "true"}, {"messageExpression", "authorizer.path('/x')"}},
+                            {{"expression", "params.x"}},
+                            {{"expression", " "}}}},
+                          {"matchConditions", {{{"name", "m"}, {"expression", "nope == 1"}}}}}));
+  REQUIRE(r.status == 422);
+  const std::string m = message(r);
+  CHECK_THAT(m, Catch::Contains("spec.validations[0].expression: Invalid value: \"object.data.size() "
+                                ">\": compilation failed: ERROR: <input>:1:21: Syntax error"));
+  // messageExpression has no authorizer, an expression no params without a paramKind (kube's).
+  CHECK_THAT(m, Catch::Contains("spec.validations[1].messageExpression: Invalid value: "
+                                "\"authorizer.path('/x')\": compilation failed: ERROR: <input>:1:1: "
+                                "undeclared reference to 'authorizer'"));
+  CHECK_THAT(m, Catch::Contains("spec.validations[2].expression: Invalid value: \"params.x\": "
+                                "compilation failed: ERROR: <input>:1:1: undeclared reference to "
+                                "'params'"));
+  CHECK_THAT(m, Catch::Contains("spec.validations[3].expression: Required value: expression is not "
+                                "specified"));
+  CHECK_THAT(m, Catch::Contains("spec.matchConditions[0].expression: Invalid value: \"nope == 1\""));
+  // What vkube's CEL lacks is accepted with a warning; it fails at admission by failurePolicy.
+  r = c.call("POST", vap, policy({{"validations", {{{"expression", "quantity('1') != null"}}}}}));
+  CHECK(r.status == 201);
+  bool warned = false;
+  for (const auto& h : r.headers)
+    if (h.name == "Warning" &&
+        h.value.find("spec.validations[0].expression: vkube cannot evaluate this expression") !=
+            std::string::npos)
+      warned = true;
+  CHECK(warned);
+
+  r = c.call("POST", "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+             configuration("bad", {webhook("a.test", "https://127.0.0.1:1/", "",
+                                           {{"matchConditions",
+                                             {{{"name", "x"}, {"expression", "object.("}}}}})}));
+  REQUIRE(r.status == 422);
+  CHECK_THAT(message(r), Catch::Contains("webhooks[0].matchConditions[0].expression: Invalid "
+                                         "value: \"object.(\": compilation failed: ERROR:"));
+}
+
 TEST_CASE("ValidatingAdmissionPolicy authorizer checks the requester's RBAC",
           "[apiserver][admission]") {
   Cluster c;
