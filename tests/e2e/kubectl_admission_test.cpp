@@ -276,7 +276,7 @@ spec:
   matchConstraints:
     resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]
   matchConditions:
-  - {name: prod, expression: "has(object.metadata.labels) && 'tier' in object.metadata.labels && object.metadata.labels.tier == 'prod'"}
+  - {name: prod, expression: "object.metadata.?labels.?tier.orValue('') == 'prod'"}
   validations:
   - expression: "authorizer.group('').resource('configmaps').subresource('prod').namespace(request.namespace).check('approve').allowed()"
     messageExpression: "request.userInfo.username + ' may not approve prod configmaps in ' + request.namespace"

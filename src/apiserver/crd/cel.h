@@ -136,6 +136,14 @@ enum class Fn : uint8_t {
   kAuthzError,
   kAuthzFieldSelector,
   kAuthzLabelSelector,
+  // Optional values: optional.of/none/ofNonZeroValue and the methods of an optional.
+  kOptOf,
+  kOptNone,
+  kOptOfNonZero,
+  kOptHasValue,
+  kOptValue,
+  kOptOrValue,
+  kOptOr,
 };
 
 enum class Macro : uint8_t { kNone, kAll, kExists, kExistsOne, kMap, kFilter };
@@ -153,6 +161,10 @@ struct Node {
   int slot = 0;      // kIdent: kSlotSelf, kSlotOldSelf or the comprehension variable's slot
   Fn fn = Fn::kNone;
   bool receiver = false;  // kCall: args[0] is the receiver of a member call
+  bool optional = false;  // kSelect `.?name`, kIndex `[?key]`: an optional of what is there
+  // An element of a list literal written `?e`, or the key of a map literal entry `?k: v`: the
+  // element or entry is there only when the optional e (v) has a value.
+  bool optional_entry = false;
   Macro macro = Macro::kNone;
   std::vector<std::unique_ptr<Node>> args;
   std::shared_ptr<const Regex> regex;  // literal pattern of matches/find/findAll, precompiled

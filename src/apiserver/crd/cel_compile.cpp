@@ -78,24 +78,31 @@ constexpr FnSpec kFunctions[] = {
     {"error", Fn::kAuthzError, -1, -1, 0, 0, "string"},
     {"fieldSelector", Fn::kAuthzFieldSelector, -1, -1, 1, 1, ""},
     {"labelSelector", Fn::kAuthzLabelSelector, -1, -1, 1, 1, ""},
+    // Optional values.
+    {"optional.of", Fn::kOptOf, 1, 1, -1, -1, "optional_type"},
+    {"optional.none", Fn::kOptNone, 0, 0, -1, -1, "optional_type"},
+    {"optional.ofNonZeroValue", Fn::kOptOfNonZero, 1, 1, -1, -1, "optional_type"},
+    {"hasValue", Fn::kOptHasValue, -1, -1, 0, 0, "bool"},
+    {"value", Fn::kOptValue, -1, -1, 0, 0, ""},
+    {"orValue", Fn::kOptOrValue, -1, -1, 1, 1, ""},
+    {"or", Fn::kOptOr, -1, -1, 1, 1, "optional_type"},
 };
 
 // Functions of kube's CEL environment this subset leaves out (quantities, URLs, IPs, CIDRs,
-// semvers, durations and timestamps, optionals, format, the math extension, ...): a CRD using
+// semvers, durations and timestamps, format, the math extension, ...): a CRD using
 // them gets a clear compile error (a Warning or Invalid for the CRD), not "undeclared reference".
 constexpr std::string_view kUnsupportedFunctions =
     " quantity isQuantity url isURL ip isIP cidr isCIDR duration timestamp format semver isSemver"
     " getScheme getHost getHostname getPort getEscapedPath getQuery isGreaterThan isLessThan"
     " compareTo add sub asInteger asApproximateFloat isInteger sign getFullYear getMonth getDate"
     " getDayOfMonth getDayOfWeek getDayOfYear getHours getMinutes getSeconds getMilliseconds"
-    " reverse optMap optFlatMap orValue hasValue value or family isUnspecified isLoopback"
+    " reverse optMap optFlatMap family isUnspecified isLoopback"
     " isLinkLocalMulticast isLinkLocalUnicast isGlobalUnicast containsIP containsCIDR masked"
     " prefixLength major minor patch transformList transformMap"
     " transformMapEntry sortBy sort distinct flatten slice first last lists.range strings.quote"
     " base64.encode base64.decode math.greatest math.least math.ceil math.floor math.round"
     " math.trunc math.abs math.sign math.isNaN math.isInf math.isFinite math.bitAnd math.bitOr"
-    " math.bitXor math.bitNot math.bitShiftLeft math.bitShiftRight optional.of optional.none"
-    " optional.ofNonZeroValue ";
+    " math.bitXor math.bitNot math.bitShiftLeft math.bitShiftRight ";
 
 bool is_unsupported_function(std::string_view name) {
   return kUnsupportedFunctions.find(" " + std::string(name) + " ") != std::string_view::npos;

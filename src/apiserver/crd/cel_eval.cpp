@@ -117,6 +117,14 @@ Value call_function(const Node& n, const std::vector<Value>& a, Ctx& ctx) {
     case Fn::kAuthzFieldSelector:
     case Fn::kAuthzLabelSelector:
       return authz_function(n.fn, a, ctx);
+    case Fn::kOptOf:
+    case Fn::kOptNone:
+    case Fn::kOptOfNonZero:
+    case Fn::kOptHasValue:
+    case Fn::kOptValue:
+      return optional_function(n.fn, a);
+    case Fn::kOptOrValue:
+    case Fn::kOptOr:  // evaluated lazily by or_value()
     case Fn::kNone:
       break;
   }
@@ -166,9 +174,23 @@ Value identifier(const Node& n, Ctx& ctx) {
   return slot < ctx.vars.size() ? ctx.vars[slot] : make_error("no such attribute: " + n.name);
 }
 
+// The value an optional selection or index reads from: an optional's value (a selection on an
+// optional is optional too, as cel-go chains them), or nullopt when there is none.
+std::optional<Value> optional_target(Value target) {
+  if (target.kind != Kind::kOptional) return target;
+  if (!has_value(target)) return std::nullopt;
+  return target.items->front();
+}
+
 Value select(const Node& n, Ctx& ctx) {
   Value target = eval(*n.args[0], ctx);
   if (target.is_error()) return target;
+  if (n.kind == NodeKind::kSelect && (n.optional || target.kind == Kind::kOptional)) {
+    auto inner = optional_target(std::move(target));
+    if (!inner) return make_optional_value(std::nullopt);
+    if (inner->kind != Kind::kMap) return no_overload();
+    return make_optional_value(map_field(*inner, n.name));
+  }
   if (target.kind == Kind::kObject && n.kind == NodeKind::kSelect) return authz_field(target, n.name);
   if (target.kind != Kind::kMap) return no_overload();
   auto v = map_field(target, n.name);
@@ -202,13 +224,39 @@ Value index(const Node& n, Ctx& ctx) {
   if (target.is_error()) return target;
   Value key = eval(*n.args[1], ctx);
   if (key.is_error()) return key;
+  if (n.optional || target.kind == Kind::kOptional) {
+    auto inner = optional_target(std::move(target));
+    if (!inner) return make_optional_value(std::nullopt);
+    if (inner->kind == Kind::kList) {
+      Value v = index_list(*inner, key);
+      if (!v.is_error()) return make_optional_value(std::move(v));
+      // Out of range is absence; an index of the wrong type stays an error.
+      return v.str().find("out of range") != std::string_view::npos ? make_optional_value(std::nullopt)
+                                                                      : v;
+    }
+    if (inner->kind != Kind::kMap) return no_overload();
+    return make_optional_value(map_get(*inner, key));
+  }
   if (target.kind == Kind::kList) return index_list(target, key);
   if (target.kind != Kind::kMap) return no_overload();
   auto v = map_get(target, key);
   return v ? *v : make_error("no such key: " + key_text(key));
 }
 
+// o.orValue(v) and o.or(p): the argument is evaluated only when o has no value.
+Value or_value(const Node& n, Ctx& ctx) {
+  Value o = eval(*n.args[0], ctx);
+  if (o.is_error()) return o;
+  if (o.kind != Kind::kOptional) return no_overload();
+  if (has_value(o)) return n.fn == Fn::kOptOr ? o : o.items->front();
+  Value other = eval(*n.args[1], ctx);
+  if (other.is_error()) return other;
+  if (n.fn == Fn::kOptOr && other.kind != Kind::kOptional) return no_overload();
+  return other;
+}
+
 Value call(const Node& n, Ctx& ctx) {
+  if (n.fn == Fn::kOptOrValue || n.fn == Fn::kOptOr) return or_value(n, ctx);
   std::vector<Value> args;
   args.reserve(n.args.size());
   for (const auto& a : n.args) {
@@ -222,8 +270,14 @@ Value list_literal(const Node& n, Ctx& ctx) {
   ValueList items;
   items.reserve(n.args.size());
   for (const auto& a : n.args) {
-    items.push_back(eval(*a, ctx));
-    if (items.back().is_error()) return items.back();
+    Value v = eval(*a, ctx);
+    if (v.is_error()) return v;
+    if (a->optional_entry) {  // [?e]: e's value when it has one
+      if (v.kind != Kind::kOptional) return no_overload();
+      if (!has_value(v)) continue;
+      v = v.items->front();
+    }
+    items.push_back(std::move(v));
   }
   return make_list(std::move(items));
 }
@@ -235,6 +289,11 @@ Value map_literal(const Node& n, Ctx& ctx) {
     if (k.is_error()) return k;
     Value v = eval(*n.args[i + 1], ctx);
     if (v.is_error()) return v;
+    if (n.args[i]->optional_entry) {  // {?k: v}: the entry only when v has a value
+      if (v.kind != Kind::kOptional) return no_overload();
+      if (!has_value(v)) continue;
+      v = v.items->front();
+    }
     if (k.kind != Kind::kString && k.kind != Kind::kInt && k.kind != Kind::kUint &&
         k.kind != Kind::kBool) {
       return make_error("unsupported key type");

@@ -116,4 +116,55 @@ Value list_library(Fn fn, const std::vector<Value>& a, Ctx& ctx) {
   }
 }
 
+
+namespace {
+
+// cel-go's zero values: what optional.ofNonZeroValue() leaves out.
+bool is_zero(const Value& v) {
+  switch (v.kind) {
+    case Kind::kNull:
+      return true;
+    case Kind::kBool:
+      return !v.b;
+    case Kind::kInt:
+      return v.i == 0;
+    case Kind::kUint:
+      return v.u == 0;
+    case Kind::kDouble:
+      return v.d == 0;
+    case Kind::kString:
+    case Kind::kBytes:
+      return v.str().empty();
+    case Kind::kList:
+      return list_size(v) == 0;
+    case Kind::kMap:
+      return map_size(v) == 0;
+    case Kind::kOptional:
+      return !has_value(v);
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+Value optional_function(Fn fn, const std::vector<Value>& a) {
+  switch (fn) {
+    case Fn::kOptOf:
+      return make_optional_value(a[0]);
+    case Fn::kOptNone:
+      return make_optional_value(std::nullopt);
+    case Fn::kOptOfNonZero:
+      return is_zero(a[0]) ? make_optional_value(std::nullopt) : make_optional_value(a[0]);
+    case Fn::kOptHasValue:
+      if (a[0].kind != Kind::kOptional) return no_overload();
+      return make_bool(has_value(a[0]));
+    case Fn::kOptValue:
+      if (a[0].kind != Kind::kOptional) return no_overload();
+      return has_value(a[0]) ? a[0].items->front() : make_error("optional.none() dereference");
+    default:
+      return no_overload();
+  }
+}
+
 }  // namespace vkube::apiserver::crd::cel::detail

@@ -96,7 +96,8 @@ enum class Kind : uint8_t {
   kList,
   kMap,
   kType,
-  kObject,  // an authorizer library value (Authorizer, PathCheck, GroupCheck, ResourceCheck, Decision)
+  kOptional,  // items holds the value, or nothing (optional.none())
+  kObject,    // an authorizer library value (Authorizer, PathCheck, GroupCheck, ResourceCheck, Decision)
   kError
 };
 
@@ -187,6 +188,17 @@ inline Value make_list(ValueList items, const json* schema = nullptr) {
   v.schema = schema;
   return v;
 }
+inline Value make_optional_value(std::optional<Value> v) {
+  Value o;
+  o.kind = Kind::kOptional;
+  ValueList items;
+  if (v) items.push_back(std::move(*v));
+  o.items = std::make_shared<const ValueList>(std::move(items));
+  return o;
+}
+inline bool has_value(const Value& optional) {
+  return optional.items && !optional.items->empty();
+}
 inline Value make_map(ValueMap entries) {
   Value v;
   v.kind = Kind::kMap;
@@ -272,6 +284,9 @@ Value to_bytes(const Value& v);
 // kube's list library and cel-go's sets extension (cel_functions_lists.cpp).
 Value list_library(Fn fn, const std::vector<Value>& a, Ctx& ctx);
 Value sets_function(Fn fn, const Value& a, const Value& b, Ctx& ctx);
+// Optional values (cel_functions_lists.cpp): optional.of/none/ofNonZeroValue, hasValue(),
+// value(); orValue() and or() are evaluated lazily by the tree walk.
+Value optional_function(Fn fn, const std::vector<Value>& a);
 // kube's authorizer library (cel_functions_authz.cpp): the `authorizer` variable, its
 // requestResource, and the builder and accessor methods.
 Value authorizer_value(const Ctx& ctx);

@@ -214,6 +214,10 @@ Eq deep_equal(const Value& a, const Value& b, Ctx& ctx, int depth) {
   ctx.charge(1);
   if (a.kind == Kind::kList && b.kind == Kind::kList) return lists_equal(a, b, ctx, depth);
   if (a.kind == Kind::kMap && b.kind == Kind::kMap) return maps_equal(a, b, ctx, depth);
+  if (a.kind == Kind::kOptional && b.kind == Kind::kOptional) {
+    if (has_value(a) != has_value(b)) return Eq::kFalse;
+    return has_value(a) ? deep_equal(a.items->front(), b.items->front(), ctx, depth + 1) : Eq::kTrue;
+  }
   return values_equal_shallow(a, b) ? Eq::kTrue : Eq::kFalse;
 }
 

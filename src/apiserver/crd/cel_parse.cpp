@@ -241,13 +241,12 @@ class Parser {
         base = selection(std::move(base));
       } else if (peek().kind == Tok::kLBracket) {
         int offset = advance().offset;
-        if (peek().kind == Tok::kQuestion)
-          return fail(offset,
-                      "unsupported syntax '[?' (optional values are not supported by vkube)");
+        const bool optional = accept(Tok::kQuestion);  // x[?k]
         NodePtr index = expr();
         if (!index || !expect(Tok::kRBracket, "']'")) return nullptr;
         auto n = make_node(NodeKind::kIndex, offset);
-        n->name = "_[_]";
+        n->name = optional ? "_[?_]" : "_[_]";
+        n->optional = optional;
         n->args.push_back(std::move(base));
         n->args.push_back(std::move(index));
         base = finish(std::move(n));
@@ -259,11 +258,17 @@ class Parser {
   }
 
   NodePtr selection(NodePtr base) {
-    int offset = advance().offset;
-    if (peek().kind == Tok::kQuestion)
-      return fail(offset, "unsupported syntax '.?' (optional values are not supported by vkube)");
+    advance();
+    const bool optional = accept(Tok::kQuestion);  // x.?field
     if (peek().kind != Tok::kIdent) return mismatched(peek(), "IDENTIFIER");
     const Token& id = advance();
+    if (optional) {
+      auto n = make_node(NodeKind::kSelect, id.offset);
+      n->name = id.text;
+      n->optional = true;
+      n->args.push_back(std::move(base));
+      return finish(std::move(n));
+    }
     if (peek().kind == Tok::kLParen) {
       advance();
       std::vector<NodePtr> args;
@@ -276,15 +281,15 @@ class Parser {
     return finish(std::move(n));
   }
 
-  // Comma-separated expressions up to `close` (a trailing comma is allowed).
-  bool expr_list(Tok close, std::string_view spelled, std::vector<NodePtr>* out) {
+  // Comma-separated expressions up to `close` (a trailing comma is allowed); in a list literal
+  // (`optional_entries`) an element may be `?e`, included only when the optional e has a value.
+  bool expr_list(Tok close, std::string_view spelled, std::vector<NodePtr>* out,
+                 bool optional_entries = false) {
     while (!accept(close)) {
-      if (peek().kind == Tok::kQuestion) {
-        fail(peek().offset, "unsupported syntax '?' (optional values are not supported by vkube)");
-        return false;
-      }
+      const bool optional = optional_entries && accept(Tok::kQuestion);
       NodePtr e = expr();
       if (!e) return false;
+      e->optional_entry = optional;
       out->push_back(std::move(e));
       if (accept(close)) return true;
       if (!expect(Tok::kComma, std::string("{',', ") + std::string(spelled) + "}")) return false;
@@ -418,7 +423,7 @@ class Parser {
       return fail(n->offset,
                   "expression recursion limit exceeded: " + std::to_string(kMaxExpressionNesting));
     }
-    if (!expr_list(Tok::kRBracket, "']'", &n->args)) return nullptr;
+    if (!expr_list(Tok::kRBracket, "']'", &n->args, true)) return nullptr;
     --nesting_;
     return finish(std::move(n));
   }
@@ -426,11 +431,10 @@ class Parser {
   NodePtr map_literal() {
     auto n = make_node(NodeKind::kMap, advance().offset);
     while (!accept(Tok::kRBrace)) {
-      if (peek().kind == Tok::kQuestion)
-        return fail(peek().offset,
-                    "unsupported syntax '?' (optional values are not supported by vkube)");
+      const bool optional = accept(Tok::kQuestion);  // {?k: v}: only when v has a value
       NodePtr key = expr();
       if (!key || !expect(Tok::kColon, "':'")) return nullptr;
+      key->optional_entry = optional;
       NodePtr value = expr();
       if (!value) return nullptr;
       n->args.push_back(std::move(key));

@@ -141,6 +141,8 @@ std::string_view type_name(Kind kind) {
       return "map";
     case Kind::kType:
       return "type";
+    case Kind::kOptional:
+      return "optional_type";
     case Kind::kObject:
       return "object";
     case Kind::kError:
@@ -309,6 +311,8 @@ json to_json(const Value& v, int depth) {
     case Kind::kMap:
       if (v.node != nullptr && !v.resource_root) return *v.node;
       return map_to_json(v, depth);
+    case Kind::kOptional:  // the value, or null for optional.none()
+      return has_value(v) ? to_json(v.items->front(), depth + 1) : json(nullptr);
     case Kind::kObject:  // cel-go: an authorizer value has no native form
       throw std::runtime_error("type conversion error from '" +
                                std::string(authz_type_name(*v.object)) + "' to 'json'");

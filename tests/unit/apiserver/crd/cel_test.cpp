@@ -157,6 +157,40 @@ TEST_CASE("CEL runtime errors carry cel-go's wording", "[apiserver][crd]") {
   CHECK(error_of("'x'.matches('(' + 'a')").find("error parsing regexp: missing closing )") == 0);
 }
 
+TEST_CASE("CEL optional values: .?, [?], optional.*, orValue, or, hasValue, value",
+          "[apiserver][crd]") {
+  json self = {{"metadata", {{"labels", {{"tier", "prod"}}}}},
+               {"spec", {{"ports", {80, 443}}, {"empty", ""}}}};
+  CHECK(value_of("self.metadata.?labels.?tier.orValue('none')", self) == "prod");
+  CHECK(value_of("self.metadata.?annotations.?tier.orValue('none')", self) == "none");
+  // A selection on an optional is optional too: a missing key further on is absence.
+  CHECK(value_of("self.?status.phase.orValue('Pending')", self) == "Pending");
+  CHECK(value_of("self.metadata.labels[?'tier'].hasValue()", self) == true);
+  CHECK(value_of("self.metadata.labels[?'app'].hasValue()", self) == false);
+  CHECK(value_of("self.spec.ports[?1].value()", self) == 443);
+  CHECK(value_of("self.spec.ports[?5].orValue(0)", self) == 0);
+  CHECK(value_of("self.?spec.ports[1].value()", self) == 443);
+  CHECK(value_of("optional.of(1).value() + optional.none().orValue(2)") == 3);
+  CHECK(value_of("optional.none().or(optional.of('b')).value()") == "b");
+  CHECK(value_of("optional.of('a').or(optional.of('b')).value()") == "a");
+  CHECK(value_of("optional.ofNonZeroValue(self.spec.empty).hasValue()", self) == false);
+  CHECK(value_of("optional.ofNonZeroValue([0]).hasValue()") == true);
+  CHECK(value_of("optional.of(1) == optional.of(1) && optional.none() == optional.none()") ==
+        true);
+  CHECK(value_of("optional.of(1) != optional.of(2)") == true);
+  // Optional list elements and map entries are there only with a value.
+  CHECK(value_of("[1, ?optional.none(), ?optional.of(3)]") == json({1, 3}));
+  CHECK(value_of("{'a': 1, ?'b': optional.none(), ?'c': self.metadata.labels[?'tier']}", self) ==
+        json({{"a", 1}, {"c", "prod"}}));
+  // orValue and or evaluate their argument only when needed.
+  CHECK(value_of("optional.of(1).orValue(1 / 0)") == 1);
+  CHECK(error_of("optional.none().value()") == "optional.none() dereference");
+  CHECK(error_of("optional.none().orValue(1 / 0)") == "division by zero");
+  CHECK(error_of("self.spec.ports[?'x']", self) == "unsupported index type 'string' in list");
+  CHECK(error_of("[?1]") == "no such overload");
+  CHECK(error_of("1.hasValue()") == "no such overload");
+}
+
 TEST_CASE("CEL logical operators absorb errors the other side decides", "[apiserver][crd]") {
   json self = {{"a", 1}};
   CHECK(value_of("self.missing == 1 || true", self) == true);
