@@ -194,8 +194,14 @@ TEST_CASE("webhook answers kube refuses, and failurePolicy", "[apiserver][admiss
                                      webhook("deny.test", hooks.url("/bare-deny"), hooks.ca(),
                                              with("deny", {})),
                                      webhook("untrusted.test", hooks.url("/any"),
-                                             base64_encode(c.dir.path()), with("ca", {}))}))
+                                             base64_encode(c.dir.path()), with("ca", {})),
+                                     // A v1beta1 webhook: kube checks neither its answer's kind
+                                     // nor its uid.
+                                     webhook("beta.test", hooks.url("/wrong-uid"), hooks.ca(),
+                                             with("beta", {{"admissionReviewVersions",
+                                                            {"v1beta1"}}}))}))
               .status == 201);
+  CHECK(c.configmap("b", {{"case", "beta"}}).status == 201);
 
   auto r = c.configmap("u", {{"case", "uid"}});
   CHECK(r.status == 500);
