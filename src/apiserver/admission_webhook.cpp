@@ -140,11 +140,10 @@ Result<Destination> resolve(Context& c, const Webhook& w) {
   return d;
 }
 
+// The first of the webhook's admissionReviewVersions vkube speaks, as kube chooses.
 std::string review_version(const Webhook& w) {
   for (const std::string& v : w.review_versions)
-    if (v == "v1") return "v1";
-  for (const std::string& v : w.review_versions)
-    if (v == "v1beta1") return "v1beta1";
+    if (v == "v1" || v == "v1beta1") return v;
   return "";
 }
 
