@@ -218,13 +218,9 @@ std::optional<std::string> resources_match(Context& c, const MatchResources& m, 
 }
 
 Expression compile_expression(const std::string& source, bool with_params) {
-  static const std::vector<std::string> kNames = {"object",          "oldObject", "request",
-                                                  "namespaceObject", "variables", "authorizer"};
-  static const std::vector<std::string> kWithParams = {
-      "object", "oldObject", "request", "namespaceObject", "variables", "params", "authorizer"};
   Expression e;
   e.source = source;
-  e.program = crd::cel::compile_in_cached(source, with_params ? kWithParams : kNames, &e.error);
+  e.program = crd::cel::compile_in_cached(source, crd::cel::admission_names(with_params, true), &e.error);
   return e;
 }
 

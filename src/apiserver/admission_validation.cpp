@@ -14,15 +14,6 @@
 namespace vkube::apiserver::admission {
 namespace {
 
-const std::vector<std::string>& names(bool params, bool authorizer) {
-  static const std::vector<std::string> kSets[4] = {
-      {"object", "oldObject", "request", "namespaceObject", "variables"},
-      {"object", "oldObject", "request", "namespaceObject", "variables", "authorizer"},
-      {"object", "oldObject", "request", "namespaceObject", "variables", "params"},
-      {"object", "oldObject", "request", "namespaceObject", "variables", "params", "authorizer"}};
-  return kSets[(params ? 2 : 0) + (authorizer ? 1 : 0)];
-}
-
 bool blank(const std::string& s) {
   return std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isspace(c); });
 }
@@ -58,7 +49,7 @@ class Checker {
     }
     if (std::find(stored_.begin(), stored_.end(), expr) != stored_.end()) return;
     std::string error;
-    if (crd::cel::compile_in_cached(expr, names(params, authorizer), &error)) return;
+    if (crd::cel::compile_in_cached(expr, crd::cel::admission_names(params, authorizer), &error)) return;
     if (crd::cel::unsupported_by_vkube(error)) {
       if (warnings_ != nullptr)
         warnings_->push_back(at + ": vkube cannot evaluate this expression, so it fails at "

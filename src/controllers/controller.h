@@ -89,5 +89,6 @@ std::unique_ptr<Controller> make_endpointslice_controller(Context&);
 std::unique_ptr<Controller> make_serviceaccount_controller(Context&);
 std::unique_ptr<Controller> make_root_ca_controller(Context&);
 std::unique_ptr<Controller> make_disruption_controller(Context&);
+std::unique_ptr<Controller> make_policy_status_controller(Context&);
 
 }  // namespace vkube::controllers

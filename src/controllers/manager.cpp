@@ -34,6 +34,7 @@ const std::vector<Entry>& table() {
       {"serviceaccount", make_serviceaccount_controller},
       {"root-ca-cert-publisher", make_root_ca_controller},
       {"disruption", make_disruption_controller},
+      {"validatingadmissionpolicy-status", make_policy_status_controller},
   };
   return t;
 }

@@ -317,6 +317,31 @@ void check_authorizer(Cluster& c) {
                         "not approve prod configmaps in team"));
   CHECK_THAT(c.kubectl({"-n", "team", "create", "configmap", "a2", "--as=alice"}), Succeeded());
   CHECK_THAT(prod("bob", "b1"), Succeeded());
+
+  // The policy status controller type-checks each generation against the matched kinds.
+  REQUIRE_THAT(c.kubectl({"apply", "-f", c.file("typo.yaml", R"yaml(apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: typo}
+spec:
+  matchConstraints:
+    resourceRules: [{apiGroups: [apps], apiVersions: [v1], operations: [CREATE], resources: [deployments]}]
+  validations:
+  - expression: "object.spec.replica <= 5"
+)yaml")}),
+               Succeeded());
+  Result warning;
+  CHECK(eventually([&] {
+    warning = c.kubectl({"get", "validatingadmissionpolicy", "typo", "-o",
+                         "jsonpath={.status.typeChecking.expressionWarnings[0].warning}"});
+    return !warning.out.empty();
+  }));
+  CHECK(warning.out ==
+        "apps/v1, Kind=Deployment: ERROR: <input>:1:12: undefined field 'replica'\n"
+        " | object.spec.replica <= 5\n"
+        " | ...........^\n");
+  CHECK(c.kubectl({"get", "validatingadmissionpolicy", "prod-approval", "-o",
+                   "jsonpath={.status.observedGeneration}/{.status.typeChecking}"})
+            .out == "1/{}");
 }
 
 void check_policies(Cluster& c) {

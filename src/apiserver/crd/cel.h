@@ -215,6 +215,10 @@ std::shared_ptr<const Program> compile_cached(std::string_view expr, std::string
 std::shared_ptr<const Program> compile_in(std::string_view expr,
                                           const std::vector<std::string>& names,
                                           std::string* error);
+// The variables kube declares for an admission expression: object, oldObject, request,
+// namespaceObject, variables, and params (a policy with a paramKind) and authorizer (all but a
+// messageExpression) where it has them.
+const std::vector<std::string>& admission_names(bool params, bool authorizer);
 std::shared_ptr<const Program> compile_in_cached(std::string_view expr,
                                                  const std::vector<std::string>& names,
                                                  std::string* error);
@@ -265,6 +269,23 @@ struct EvalResult {
   int64_t cost = 0;   // cost spent (roughly cel-go's units)
   bool cost_exceeded = false;  // error is "operation cancelled: actual cost limit exceeded"
 };
+
+// The schemas an admission expression's variables have, for check_types(): OpenAPI v3 schemas
+// whose "$ref"s `resolve` finds ("#/components/schemas/io.k8s.api.apps.v1.Deployment" -> its
+// schema, nullptr when unknown). A null variable schema is unchecked.
+struct TypeEnv {
+  const json* object = nullptr;  // object and oldObject
+  const json* params = nullptr;
+  const json* namespace_object = nullptr;
+  std::function<const json*(std::string_view ref)> resolve;
+};
+
+// kube's type checking of a ValidatingAdmissionPolicy expression, in part: selections of fields
+// the schema does not have ("undefined field 'replica'"), selections on scalars, and operators
+// given a number and a string or a bool ("found no matching overload for '_==_' applied to
+// '(int, string)'"). One cel-go issue text per problem, "ERROR: <input>:1:12: ..." with the line
+// and a caret; empty when none is found. `program` must come from compile_in().
+std::vector<std::string> check_types(const Program& program, const TypeEnv& env);
 
 // Evaluates `program` with `self` bound, and `oldSelf` when `old_self` is non-null. Never throws.
 EvalResult evaluate(const Program& program, const json& self, const json* old_self,

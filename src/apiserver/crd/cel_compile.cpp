@@ -374,6 +374,20 @@ std::string format_issue(std::string_view src, const Issue& issue) {
          "\n | " + std::string(column, '.') + "^";
 }
 
+}  // namespace
+
+std::string issue_text(std::string_view src, const Issue& issue) {
+  return format_issue(src, issue);
+}
+
+std::string_view function_result(Fn fn) {
+  for (const auto& f : kFunctions)
+    if (f.fn == fn) return f.result;
+  return "";
+}
+
+namespace {
+
 std::size_t count_code_points(std::string_view s) {
   std::size_t n = 0;
   for (std::size_t i = 0; i < s.size();) {
@@ -455,6 +469,15 @@ std::shared_ptr<const Program> compile_in_cached(std::string_view expr,
   return cache.get(key, error, [&](std::string_view, std::string* err) {
     return compile_in(expr, names, err);
   });
+}
+
+const std::vector<std::string>& admission_names(bool params, bool authorizer) {
+  static const std::vector<std::string> kSets[4] = {
+      {"object", "oldObject", "request", "namespaceObject", "variables"},
+      {"object", "oldObject", "request", "namespaceObject", "variables", "authorizer"},
+      {"object", "oldObject", "request", "namespaceObject", "variables", "params"},
+      {"object", "oldObject", "request", "namespaceObject", "variables", "params", "authorizer"}};
+  return kSets[(params ? 2 : 0) + (authorizer ? 1 : 0)];
 }
 
 std::shared_ptr<const Program> compile_cached(std::string_view expr, std::string* error) {

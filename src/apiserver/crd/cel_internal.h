@@ -74,6 +74,10 @@ struct Issue {
 
 // The tokens of `src`, ending with kEof; false with `issue` set at the first bad token.
 bool lex(std::string_view src, std::vector<Token>* out, Issue* issue);
+// cel-go's text of a compile issue: "ERROR: <input>:L:C: message", the line and a caret.
+std::string issue_text(std::string_view src, const Issue& issue);
+// A function's result type when it does not depend on its arguments ("bool", "int", ...).
+std::string_view function_result(Fn fn);
 // The syntax tree of `toks` (names not yet resolved); nullptr with `issue` set on a syntax error
 // or a tree nested deeper than kMaxExpressionNesting / kMaxAstDepth.
 std::unique_ptr<Node> parse(std::string_view src, std::vector<Token> toks, Issue* issue);

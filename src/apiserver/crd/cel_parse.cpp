@@ -258,12 +258,12 @@ class Parser {
   }
 
   NodePtr selection(NodePtr base) {
-    advance();
+    const int dot = advance().offset;  // cel-go locates a selection at its '.'
     const bool optional = accept(Tok::kQuestion);  // x.?field
     if (peek().kind != Tok::kIdent) return mismatched(peek(), "IDENTIFIER");
     const Token& id = advance();
     if (optional) {
-      auto n = make_node(NodeKind::kSelect, id.offset);
+      auto n = make_node(NodeKind::kSelect, dot);
       n->name = id.text;
       n->optional = true;
       n->args.push_back(std::move(base));
@@ -275,7 +275,7 @@ class Parser {
       if (!expr_list(Tok::kRParen, "')'", &args)) return nullptr;
       return member_call(std::move(base), id, std::move(args));
     }
-    auto n = make_node(NodeKind::kSelect, id.offset);
+    auto n = make_node(NodeKind::kSelect, dot);
     n->name = id.text;
     n->args.push_back(std::move(base));
     return finish(std::move(n));
