@@ -18,6 +18,10 @@ long tls_stream_bio_ctrl(BIO*, int cmd, long, void*) {
 int tls_stream_bio_write(BIO* bio, const char* data, int len) {
   BIO_clear_retry_flags(bio);
   auto* stream = static_cast<TlsStream*>(BIO_get_data(bio));
+  if (std::string* buffer = stream->write_buffer()) {
+    buffer->append(data, static_cast<size_t>(len));
+    return len;
+  }
   int fd = stream->next_layer().socket().native_handle();
   for (;;) {
     // MSG_NOSIGNAL: the transport must not depend on its process ignoring SIGPIPE.
@@ -62,9 +66,15 @@ int tls_stream_bio_read(BIO* bio, char* out, int len) {
 
 namespace {
 
+// The type of socket_bio_method()'s BIOs.
+int socket_bio_type() {
+  static const int type = BIO_get_new_index() | BIO_TYPE_SOURCE_SINK;
+  return type;
+}
+
 const BIO_METHOD* socket_bio_method() {
   static const BIO_METHOD* method = [] {
-    BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "vkube socket");
+    BIO_METHOD* m = BIO_meth_new(socket_bio_type(), "vkube socket");
     if (m == nullptr) return static_cast<BIO_METHOD*>(nullptr);
     BIO_meth_set_write(m, tls_stream_bio_write);
     BIO_meth_set_read(m, tls_stream_bio_read);
@@ -76,6 +86,14 @@ const BIO_METHOD* socket_bio_method() {
 }
 
 }  // namespace
+
+bool set_tls_write_buffer(SSL* ssl, std::string* buffer) {
+  BIO* bio = SSL_get_wbio(ssl);
+  if (bio == nullptr || socket_bio_method() == nullptr || BIO_method_type(bio) != socket_bio_type())
+    return false;
+  static_cast<TlsStream*>(BIO_get_data(bio))->write_buffer_ = buffer;
+  return true;
+}
 
 struct TlsStream::Deadline {
   explicit Deadline(const executor_type& ex) : timer(ex) {}

@@ -50,6 +50,8 @@ class TlsStream {
   executor_type get_executor() { return tcp_.get_executor(); }
   boost::beast::tcp_stream& next_layer() { return tcp_; }
   SSL* native_handle() { return ssl_; }
+  // Where written records go instead of the socket while set (set_tls_write_buffer).
+  std::string* write_buffer() const { return write_buffer_; }
 
   // The deadline of the operations started after it (and of the TCP
   // stream's own), as beast::tcp_stream::expires_after: when it passes, the
@@ -202,8 +204,17 @@ class TlsStream {
   std::string prefix_;  // read before OpenSSL was, served to it first
   size_t prefix_used_ = 0;
   std::shared_ptr<Deadline> deadline_;
+  // Set: the records OpenSSL writes are appended here, not sent (set_tls_write_buffer).
+  std::string* write_buffer_ = nullptr;
 
   friend int tls_stream_bio_read(BIO* bio, char* out, int len);
+  friend bool set_tls_write_buffer(SSL* ssl, std::string* buffer);
 };
+
+// While `buffer` is set (null clears it), the TLS records OpenSSL writes on `ssl` (a
+// TlsStream's) are appended to *buffer instead of sent: an upgraded connection's writer sends
+// many records with one send(2). The caller serializes this with every SSL call on `ssl`.
+// False (and nothing set) when `ssl` is not a TlsStream's.
+bool set_tls_write_buffer(SSL* ssl, std::string* buffer);
 
 }  // namespace vkube::http::detail

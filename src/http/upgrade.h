@@ -24,6 +24,8 @@
 
 namespace vkube::http::detail {
 
+bool set_tls_write_buffer(SSL* ssl, std::string* buffer);  // tls_stream.h
+
 namespace upgrade_limits {
 
 constexpr size_t kInboundLimit = 1u << 20;  // read ahead of the handler
@@ -84,6 +86,9 @@ class UpgradeChannel final : public Duplex {
       deadline = deadline_;
     }
     std::unique_lock io(io_mu_);
+    if (!io_closed_ && ssl_ != nullptr && data.size() > kRecord &&
+        set_tls_write_buffer(ssl_, &records_))
+      return write_records(io, data, deadline);
     while (!data.empty()) {
       if (io_closed_) return Status::unavailable("the connection was closed");
       short want = POLLOUT;
@@ -191,6 +196,8 @@ class UpgradeChannel final : public Duplex {
   void fail(std::string why) {
     {
       std::lock_guard io(io_mu_);
+      // A writer waiting for the socket leaves its records; the TLS stream must not keep them.
+      if (!io_closed_ && ssl_ != nullptr) set_tls_write_buffer(ssl_, nullptr);
       io_closed_ = true;
     }
     std::lock_guard lock(mu_);
@@ -222,6 +229,66 @@ class UpgradeChannel final : public Duplex {
     }
     ::shutdown(fd_, SHUT_WR);
   }
+  // Encrypts `data` into records_ (set as the TLS stream's write buffer, under io_mu_) and sends
+  // them kBatch at a time: one send(2) for many records. The buffer stays set while the writer
+  // waits for the socket, so a record the strand's SSL_read writes meanwhile (a key update)
+  // queues behind the ones not yet sent.
+  Status write_records(std::unique_lock<std::mutex>& io, std::string_view data,
+                       Clock::time_point deadline) {
+    Status result;
+    while (result.is_ok() && (!data.empty() || records_sent_ < records_.size())) {
+      if (io_closed_) {
+        result = Status::unavailable("the connection was closed");
+        break;
+      }
+      while (!data.empty() && records_.size() - records_sent_ < kBatch) {
+        size_t n = 0;
+        if (SSL_write_ex(ssl_, data.data(), data.size(), &n) != 1) {
+          ERR_clear_error();
+          set_tls_write_buffer(ssl_, nullptr);
+          records_.clear();
+          records_sent_ = 0;
+          return write_failed(io);
+        }
+        data.remove_prefix(n);
+      }
+      while (records_sent_ < records_.size()) {
+        ssize_t n = ::send(fd_, records_.data() + records_sent_, records_.size() - records_sent_,
+                           MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n >= 0) {
+          records_sent_ += static_cast<size_t>(n);
+          continue;
+        }
+        if (errno == EINTR) continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK) {
+          result = Status::unavailable("the connection failed");
+          break;
+        }
+        io.unlock();
+        Status waited = wait_socket(POLLOUT, deadline);
+        io.lock();
+        if (!waited.is_ok()) {
+          result = waited;
+          break;
+        }
+        if (io_closed_) {
+          result = Status::unavailable("the connection was closed");
+          break;
+        }
+      }
+      if (records_sent_ == records_.size()) {
+        records_.clear();
+        records_sent_ = 0;
+      }
+    }
+    if (!io_closed_) set_tls_write_buffer(ssl_, nullptr);
+    const bool broken = !result.is_ok() && result.message() == "the connection failed";
+    records_.clear();
+    records_sent_ = 0;
+    if (broken) return write_failed(io);
+    return result;
+  }
+
   Status write_failed(std::unique_lock<std::mutex>& io) {
     io.unlock();
     std::shared_ptr<Connection> c;
@@ -271,6 +338,11 @@ class UpgradeChannel final : public Duplex {
   const int fd_;
   std::mutex write_mu_;  // one write() at a time
   std::mutex io_mu_;
+  // TLS records of the write in progress, and how much of them is sent (write_records).
+  static constexpr size_t kRecord = 16 * 1024;
+  static constexpr size_t kBatch = 128 * 1024;
+  std::string records_;
+  size_t records_sent_ = 0;
   bool io_closed_ = false;  // guarded by io_mu_: ssl_ and fd_ are no longer ours
   std::string inbound_;
   size_t inbound_off_ = 0;

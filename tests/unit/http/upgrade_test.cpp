@@ -149,6 +149,56 @@ TEST_CASE("An upgraded connection carries bytes both ways at once, over TLS and 
   CHECK(got.compare(0, sent.size(), sent) == 0);
 }
 
+TEST_CASE("A TLS writer waiting on a full socket ends when the client goes or the server stops",
+          "[http][upgrade]") {
+  const bool shutdown = GENERATE(false, true);
+  std::atomic<int> failed{0};
+  std::atomic<size_t> written{0};
+  ServerOptions o;
+  o.tls = TlsConfig{certs().bundle.serving.cert_pem, certs().bundle.serving.key_pem, ""};
+  auto server = start(o, [&](Request&) {
+    Response r;
+    r.status = 101;
+    r.headers = {{"Upgrade", "flood"}, {"Connection", "Upgrade"}};
+    r.upgrade = [&](std::shared_ptr<Duplex> d) {
+      REQUIRE(d);
+      std::thread([d, &failed, &written] {
+        // Large writes, many TLS records each, into a client that never reads.
+        const std::string chunk = pattern(1u << 20);
+        for (int i = 0; i < 4096; ++i) {
+          if (!d->write(chunk).is_ok()) {
+            ++failed;
+            return;
+          }
+          written += chunk.size();
+        }
+      }).detach();
+    };
+    return r;
+  });
+  ClientContext ctx(certs().bundle.ca.cert_pem);
+  auto d = connect(server->port(), ctx.ctx);
+  REQUIRE(write_request(*d, "GET", "/", {{"Host", "x"}, {"Upgrade", "flood"},
+                                         {"Connection", "Upgrade"}})
+              .is_ok());
+  auto head = read_response_head(*d);
+  REQUIRE(head.is_ok());
+  REQUIRE(head->status == 101);
+  // The writer fills the socket buffers and waits.
+  for (int i = 0; i < 200 && written < (1u << 20); ++i) std::this_thread::sleep_for(10ms);
+  std::this_thread::sleep_for(100ms);
+  const size_t stalled = written;
+  CHECK(stalled < (256u << 20));
+  if (shutdown) {
+    server->shutdown(0ms);
+  } else {
+    d->close();
+    d.reset();
+  }
+  for (int i = 0; i < 500 && failed < 1; ++i) std::this_thread::sleep_for(10ms);
+  CHECK(failed == 1);
+}
+
 TEST_CASE("Bytes a client sends right after its upgrade request reach the handler first",
           "[http][upgrade]") {
   auto server = start({}, upgrade_to_echo);
