@@ -320,7 +320,7 @@ TEST_CASE("CRDs and their objects survive a restart; unenforced rules are warned
   CHECK(c.get_json({"ct", "kept"})["spec"]["cronSpec"] == "* * * * *");
   CHECK_THAT(c.kubectl({"api-resources", "--api-group=stable.example.com"}), Succeeded());
 
-  // A rule outside vkube's CEL subset: the CRD is accepted with a warning.
+  // A quantity rule is enforced; a rule outside vkube's CEL subset is accepted with a warning.
   c.file("quantity.yaml", R"yaml(apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata: {name: budgets.example.com}
@@ -340,12 +340,30 @@ spec:
             type: object
             x-kubernetes-validations:
             - rule: "quantity(self.memory).isGreaterThan(quantity('1Gi'))"
+              message: "memory must be more than 1Gi"
+            - rule: "!has(self.endpoint) || url(self.endpoint).getScheme() == 'https'"
             properties:
               memory: {type: string}
+              endpoint: {type: string}
 )yaml");
   Result warned = c.kubectl({"apply", "-f", c.dir() + "/quantity.yaml"});
   REQUIRE_THAT(warned, Succeeded());
   CHECK(warned.err.find("not enforced by vkube") != std::string::npos);
+  CHECK(warned.err.find("x-kubernetes-validations[1]") != std::string::npos);
+  REQUIRE(eventually([&] {
+    return c.kubectl({"get", "budgets"}).err.find("the server doesn't have a resource type") ==
+           std::string::npos;
+  }));
+  auto budget = [&](const std::string& name, const std::string& memory) {
+    return c.kubectl({"create", "-f",
+                      c.file(name + ".yaml", "apiVersion: example.com/v1\nkind: Budget\nmetadata: "
+                                             "{name: " + name + "}\nspec: {memory: " + memory +
+                                             "}\n")});
+  };
+  CHECK_THAT(budget("small", "512Mi"),
+             FailedWith("The Budget \"small\" is invalid: spec: Invalid value: \"object\": memory "
+                        "must be more than 1Gi"));
+  CHECK_THAT(budget("large", "1.5Gi"), Succeeded());
 }
 
 }  // namespace

@@ -144,6 +144,18 @@ enum class Fn : uint8_t {
   kOptValue,
   kOptOrValue,
   kOptOr,
+  // kube's quantity library.
+  kQuantity,
+  kIsQuantity,
+  kQSign,
+  kQIsInteger,
+  kQAsInteger,
+  kQAsFloat,
+  kQAdd,
+  kQSub,
+  kQIsLessThan,
+  kQIsGreaterThan,
+  kQCompareTo,
 };
 
 enum class Macro : uint8_t { kNone, kAll, kExists, kExistsOne, kMap, kFilter };

@@ -86,15 +86,26 @@ constexpr FnSpec kFunctions[] = {
     {"value", Fn::kOptValue, -1, -1, 0, 0, ""},
     {"orValue", Fn::kOptOrValue, -1, -1, 1, 1, ""},
     {"or", Fn::kOptOr, -1, -1, 1, 1, "optional_type"},
+    // kube's quantity library.
+    {"quantity", Fn::kQuantity, 1, 1, -1, -1, "kubernetes.Quantity"},
+    {"isQuantity", Fn::kIsQuantity, 1, 1, -1, -1, "bool"},
+    {"sign", Fn::kQSign, -1, -1, 0, 0, "int"},
+    {"isInteger", Fn::kQIsInteger, -1, -1, 0, 0, "bool"},
+    {"asInteger", Fn::kQAsInteger, -1, -1, 0, 0, "int"},
+    {"asApproximateFloat", Fn::kQAsFloat, -1, -1, 0, 0, "double"},
+    {"add", Fn::kQAdd, -1, -1, 1, 1, "kubernetes.Quantity"},
+    {"sub", Fn::kQSub, -1, -1, 1, 1, "kubernetes.Quantity"},
+    {"isLessThan", Fn::kQIsLessThan, -1, -1, 1, 1, "bool"},
+    {"isGreaterThan", Fn::kQIsGreaterThan, -1, -1, 1, 1, "bool"},
+    {"compareTo", Fn::kQCompareTo, -1, -1, 1, 1, "int"},
 };
 
-// Functions of kube's CEL environment this subset leaves out (quantities, URLs, IPs, CIDRs,
+// Functions of kube's CEL environment this subset leaves out (URLs, IPs, CIDRs,
 // semvers, durations and timestamps, format, the math extension, ...): a CRD using
 // them gets a clear compile error (a Warning or Invalid for the CRD), not "undeclared reference".
 constexpr std::string_view kUnsupportedFunctions =
-    " quantity isQuantity url isURL ip isIP cidr isCIDR duration timestamp format semver isSemver"
-    " getScheme getHost getHostname getPort getEscapedPath getQuery isGreaterThan isLessThan"
-    " compareTo add sub asInteger asApproximateFloat isInteger sign getFullYear getMonth getDate"
+    " url isURL ip isIP cidr isCIDR duration timestamp format semver isSemver"
+    " getScheme getHost getHostname getPort getEscapedPath getQuery getFullYear getMonth getDate"
     " getDayOfMonth getDayOfWeek getDayOfYear getHours getMinutes getSeconds getMilliseconds"
     " reverse optMap optFlatMap family isUnspecified isLoopback"
     " isLinkLocalMulticast isLinkLocalUnicast isGlobalUnicast containsIP containsCIDR masked"

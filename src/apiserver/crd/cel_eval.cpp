@@ -79,6 +79,7 @@ Value call_function(const Node& n, const std::vector<Value>& a, Ctx& ctx) {
     case Fn::kType:
       if (a[0].kind == Kind::kObject)
         return make_text(Kind::kType, std::string(authz_type_name(*a[0].object)));
+      if (a[0].kind == Kind::kQuantity) return make_text(Kind::kType, "kubernetes.Quantity");
       return make_text(Kind::kType, std::string(type_name(a[0].kind)));
     case Fn::kIndexOf:
     case Fn::kLastIndexOf:
@@ -123,6 +124,18 @@ Value call_function(const Node& n, const std::vector<Value>& a, Ctx& ctx) {
     case Fn::kOptHasValue:
     case Fn::kOptValue:
       return optional_function(n.fn, a);
+    case Fn::kQuantity:
+    case Fn::kIsQuantity:
+    case Fn::kQSign:
+    case Fn::kQIsInteger:
+    case Fn::kQAsInteger:
+    case Fn::kQAsFloat:
+    case Fn::kQAdd:
+    case Fn::kQSub:
+    case Fn::kQIsLessThan:
+    case Fn::kQIsGreaterThan:
+    case Fn::kQCompareTo:
+      return quantity_function(n.fn, a);
     case Fn::kOptOrValue:
     case Fn::kOptOr:  // evaluated lazily by or_value()
     case Fn::kNone:

@@ -101,6 +101,7 @@ enum class Kind : uint8_t {
   kMap,
   kType,
   kOptional,  // items holds the value, or nothing (optional.none())
+  kQuantity,  // d holds its value, owned its text
   kObject,    // an authorizer library value (Authorizer, PathCheck, GroupCheck, ResourceCheck, Decision)
   kError
 };
@@ -291,6 +292,9 @@ Value sets_function(Fn fn, const Value& a, const Value& b, Ctx& ctx);
 // Optional values (cel_functions_lists.cpp): optional.of/none/ofNonZeroValue, hasValue(),
 // value(); orValue() and or() are evaluated lazily by the tree walk.
 Value optional_function(Fn fn, const std::vector<Value>& a);
+// kube's quantity library (cel_functions_quantity.cpp): quantity(), isQuantity() and the
+// methods of a Quantity.
+Value quantity_function(Fn fn, const std::vector<Value>& a);
 // kube's authorizer library (cel_functions_authz.cpp): the `authorizer` variable, its
 // requestResource, and the builder and accessor methods.
 Value authorizer_value(const Ctx& ctx);

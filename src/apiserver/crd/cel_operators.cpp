@@ -188,6 +188,8 @@ bool values_equal_shallow(const Value& a, const Value& b) {
     case Kind::kBytes:
     case Kind::kType:
       return a.str() == b.str();
+    case Kind::kQuantity:  // by value: quantity('1') == quantity('1000m')
+      return a.d == b.d;
     default:
       return false;
   }

@@ -143,6 +143,8 @@ std::string_view type_name(Kind kind) {
       return "type";
     case Kind::kOptional:
       return "optional_type";
+    case Kind::kQuantity:
+      return "kubernetes.Quantity";
     case Kind::kObject:
       return "object";
     case Kind::kError:
@@ -311,6 +313,8 @@ json to_json(const Value& v, int depth) {
     case Kind::kMap:
       if (v.node != nullptr && !v.resource_root) return *v.node;
       return map_to_json(v, depth);
+    case Kind::kQuantity:  // its text, as a Quantity is written in JSON
+      return std::string(v.str());
     case Kind::kOptional:  // the value, or null for optional.none()
       return has_value(v) ? to_json(v.items->front(), depth + 1) : json(nullptr);
     case Kind::kObject:  // cel-go: an authorizer value has no native form

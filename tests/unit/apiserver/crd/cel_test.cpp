@@ -191,6 +191,39 @@ TEST_CASE("CEL optional values: .?, [?], optional.*, orValue, or, hasValue, valu
   CHECK(error_of("1.hasValue()") == "no such overload");
 }
 
+TEST_CASE("CEL quantities compare, add and convert as kube's library does", "[apiserver][crd]") {
+  json self = {{"memory", "1536Mi"}, {"gpu", "500m"}, {"cpu", 2}};
+  CHECK(value_of("quantity(self.memory).isGreaterThan(quantity('1Gi'))", self) == true);
+  CHECK(value_of("quantity(self.memory).isLessThan(quantity('1.5G'))", self) == false);
+  CHECK(value_of("quantity(self.gpu).compareTo(quantity('0.5'))", self) == 0);
+  CHECK(value_of("quantity('1') == quantity('1000m')") == true);
+  CHECK(value_of("quantity('1Ki') != quantity('1k')") == true);
+  CHECK(value_of("quantity(self.gpu).isInteger()", self) == false);
+  CHECK(value_of("quantity('2Gi').asInteger()") == 2147483648);
+  CHECK(value_of("quantity(self.gpu).asApproximateFloat()", self) == 0.5);
+  CHECK(value_of("quantity('-3').sign()") == -1);
+  CHECK(value_of("quantity(self.gpu).add(quantity('1500m')).asInteger()", self) == 2);
+  CHECK(value_of("quantity('5').sub(3).asInteger()") == 2);
+  CHECK(value_of("isQuantity('1.5Gi') && !isQuantity('1.5 Gi') && !isQuantity('Gi')") == true);
+  CHECK(value_of("type(quantity('1')) == type(quantity('2'))") == true);
+  CHECK(value_of("quantity('250m')") == "250m");
+  CHECK(error_of("quantity('12 apples')") ==
+        "quantities must match the regular expression "
+        "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'");
+  CHECK(error_of("quantity(self.gpu).asInteger()", self) == "cannot convert value to integer");
+  CHECK(error_of("quantity(string(self.cpu)).isLessThan(2)", self) == "no such overload");
+  // docs/admission.md's GPU cap, over a pod spec.
+  const std::string cap =
+      "self.containers.all(c, quantity(c.resources.?limits[?'nvidia.com/gpu'].orValue('0'))"
+      ".compareTo(quantity('2')) <= 0)";
+  json pod = {{"containers",
+               {{{"name", "a"}, {"resources", {{"limits", {{"nvidia.com/gpu", "2"}}}}}},
+                {{"name", "b"}, {"resources", json::object()}}}}};
+  CHECK(value_of(cap, pod) == true);
+  pod["containers"][1]["resources"]["limits"]["nvidia.com/gpu"] = "3";
+  CHECK(value_of(cap, pod) == false);
+}
+
 TEST_CASE("CEL logical operators absorb errors the other side decides", "[apiserver][crd]") {
   json self = {{"a", 1}};
   CHECK(value_of("self.missing == 1 || true", self) == true);
@@ -217,8 +250,8 @@ TEST_CASE("CEL compile errors are worded and located as cel-go reports them", "[
         std::string::npos);
   CHECK(compile_error("self.a # 1").find("Syntax error: token recognition error at: '#'") !=
         std::string::npos);
-  CHECK(compile_error("quantity(self.q).isGreaterThan(quantity('1'))")
-            .find("function 'quantity' is not supported by vkube") != std::string::npos);
+  CHECK(compile_error("url(self.u).getHost() == 'x'")
+            .find("function 'url' is not supported by vkube") != std::string::npos);
   CHECK(compile_error("self.x.frobnicate()").find("undeclared reference to 'frobnicate'") !=
         std::string::npos);
   CHECK(compile_error("has(self)").find("invalid argument to has() macro") != std::string::npos);
@@ -341,12 +374,12 @@ TEST_CASE("Transition rules see the correlated old value", "[apiserver][crd]") {
 
 TEST_CASE("Rules vkube cannot run are skipped; broken rules are reported", "[apiserver][crd]") {
   std::string error;
-  CHECK(compile("self.q.isQuantity()", &error) == nullptr);
+  CHECK(compile("isURL(self.q)", &error) == nullptr);
   CHECK(unsupported_by_vkube(error));
-  CHECK(compile("self.q.isQuantity(", &error) == nullptr);
+  CHECK(compile("isURL(self.q", &error) == nullptr);
   CHECK_FALSE(unsupported_by_vkube(error));
   json schema = object_schema({{"q", {{"type", "string"}}}},
-                              {{{"rule", "isQuantity(self.q)"}}, {{"rule", "self.q == nope"}}});
+                              {{{"rule", "isURL(self.q)"}}, {{"rule", "self.q == nope"}}});
   std::vector<std::string> got = messages(schema, {{"q", "1Gi"}});
   REQUIRE(got.size() == 1);
   CHECK(got[0].find("<nil>: Invalid value: \"object\": rule compile error: compilation failed: "
