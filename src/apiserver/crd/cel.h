@@ -156,6 +156,9 @@ enum class Fn : uint8_t {
   kQIsLessThan,
   kQIsGreaterThan,
   kQCompareTo,
+  // cel-go's strings extension (version 2, as kube declares it).
+  kFormat,
+  kStringsQuote,
 };
 
 enum class Macro : uint8_t { kNone, kAll, kExists, kExistsOne, kMap, kFilter };

@@ -98,19 +98,21 @@ constexpr FnSpec kFunctions[] = {
     {"isLessThan", Fn::kQIsLessThan, -1, -1, 1, 1, "bool"},
     {"isGreaterThan", Fn::kQIsGreaterThan, -1, -1, 1, 1, "bool"},
     {"compareTo", Fn::kQCompareTo, -1, -1, 1, 1, "int"},
+    {"format", Fn::kFormat, -1, -1, 1, 1, "string"},
+    {"strings.quote", Fn::kStringsQuote, 1, 1, -1, -1, "string"},
 };
 
 // Functions of kube's CEL environment this subset leaves out (URLs, IPs, CIDRs,
-// semvers, durations and timestamps, format, the math extension, ...): a CRD using
+// semvers, durations and timestamps, the math extension, ...): a CRD using
 // them gets a clear compile error (a Warning or Invalid for the CRD), not "undeclared reference".
 constexpr std::string_view kUnsupportedFunctions =
-    " url isURL ip isIP cidr isCIDR duration timestamp format semver isSemver"
+    " url isURL ip isIP cidr isCIDR duration timestamp semver isSemver"
     " getScheme getHost getHostname getPort getEscapedPath getQuery getFullYear getMonth getDate"
     " getDayOfMonth getDayOfWeek getDayOfYear getHours getMinutes getSeconds getMilliseconds"
     " reverse optMap optFlatMap family isUnspecified isLoopback"
     " isLinkLocalMulticast isLinkLocalUnicast isGlobalUnicast containsIP containsCIDR masked"
     " prefixLength major minor patch transformList transformMap"
-    " transformMapEntry sortBy sort distinct flatten slice first last lists.range strings.quote"
+    " transformMapEntry sortBy sort distinct flatten slice first last lists.range"
     " base64.encode base64.decode math.greatest math.least math.ceil math.floor math.round"
     " math.trunc math.abs math.sign math.isNaN math.isInf math.isFinite math.bitAnd math.bitOr"
     " math.bitXor math.bitNot math.bitShiftLeft math.bitShiftRight ";

@@ -136,6 +136,9 @@ Value call_function(const Node& n, const std::vector<Value>& a, Ctx& ctx) {
     case Fn::kQIsGreaterThan:
     case Fn::kQCompareTo:
       return quantity_function(n.fn, a);
+    case Fn::kFormat:
+    case Fn::kStringsQuote:
+      return format_function(n.fn, a, ctx);
     case Fn::kOptOrValue:
     case Fn::kOptOr:  // evaluated lazily by or_value()
     case Fn::kNone:

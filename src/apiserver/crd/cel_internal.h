@@ -279,6 +279,8 @@ bool valid_utf8(std::string_view s);
 Value string_predicate(Fn fn, const std::vector<Value>& a);  // contains, startsWith, endsWith
 Value string_library(Fn fn, const std::vector<Value>& a);
 Value regex_function(const Node& n, const std::vector<Value>& a, Ctx& ctx);
+// "...".format([args]) and strings.quote(s) (cel_functions_format.cpp).
+Value format_function(Fn fn, const std::vector<Value>& a, Ctx& ctx);
 // Conversions int(), uint(), double(), string(), bool(), bytes() (cel_functions_conversions.cpp).
 Value to_int(const Value& v);
 Value to_uint(const Value& v);

@@ -224,6 +224,30 @@ TEST_CASE("CEL quantities compare, add and convert as kube's library does", "[ap
   CHECK(value_of(cap, pod) == false);
 }
 
+TEST_CASE("CEL format and strings.quote write values as cel-go's strings extension does",
+          "[apiserver][crd]") {
+  json self = {{"name", "web"}, {"replicas", 3}, {"ratio", 0.25}, {"tags", {"a", "b"}},
+               {"labels", {{"b", "2"}, {"a", "1"}}}};
+  CHECK(value_of("'%s has %d replicas'.format([self.name, self.replicas])", self) ==
+        "web has 3 replicas");
+  CHECK(value_of("'%.2f / %f / %e'.format([self.ratio, 1.5, 1234.5])", self) ==
+        "0.25 / 1.500000 / 1.234500e+03");
+  CHECK(value_of("'%s %s %s'.format([self.tags, self.labels, null])", self) ==
+        "[\"a\", \"b\"] {\"a\":\"1\", \"b\":\"2\"} null");
+  CHECK(value_of("'%s|%s|%s'.format([[1, 2.5, true], 1.5, type(1)])") ==
+        "[1, 2.500000, true]|1.5|int");
+  CHECK(value_of("'%b %o %x %X %x'.format([5, 8, 255, 255, 'hi'])") == "101 10 ff FF 6869");
+  CHECK(value_of("'%d%%'.format([50])") == "50%");
+  CHECK(value_of("strings.quote('say \"hi\"\\n')") == "\"say \\\"hi\\\"\\n\"");
+  CHECK(error_of("'%d'.format(['x'])") ==
+        "error during formatting: decimal clause can only be used on integers, was given string");
+  CHECK(error_of("'%s %s'.format(['x'])") == "index 1 out of range");
+  CHECK(error_of("'%q'.format(['x'])") ==
+        "could not parse formatting clause: unrecognized formatting clause \"q\"");
+  CHECK(error_of("'%f'.format([1])") ==
+        "error during formatting: fixed-point clause can only be used on doubles, was given int");
+}
+
 TEST_CASE("CEL logical operators absorb errors the other side decides", "[apiserver][crd]") {
   json self = {{"a", 1}};
   CHECK(value_of("self.missing == 1 || true", self) == true);
