@@ -232,11 +232,13 @@ class UpgradeChannel final : public Duplex {
   // Encrypts `data` into records_ (set as the TLS stream's write buffer, under io_mu_) and sends
   // them kBatch at a time: one send(2) for many records. The buffer stays set while the writer
   // waits for the socket, so a record the strand's SSL_read writes meanwhile (a key update)
-  // queues behind the ones not yet sent.
+  // queues behind the ones not yet sent. Records left unsent (a deadline, a closed socket) break
+  // the TLS stream, so the connection fails with them.
   Status write_records(std::unique_lock<std::mutex>& io, std::string_view data,
                        Clock::time_point deadline) {
     Status result;
-    while (result.is_ok() && (!data.empty() || records_sent_ < records_.size())) {
+    bool broken = false;
+    while (result.is_ok() && !broken && (!data.empty() || records_sent_ < records_.size())) {
       if (io_closed_) {
         result = Status::unavailable("the connection was closed");
         break;
@@ -245,14 +247,12 @@ class UpgradeChannel final : public Duplex {
         size_t n = 0;
         if (SSL_write_ex(ssl_, data.data(), data.size(), &n) != 1) {
           ERR_clear_error();
-          set_tls_write_buffer(ssl_, nullptr);
-          records_.clear();
-          records_sent_ = 0;
-          return write_failed(io);
+          broken = true;
+          break;
         }
         data.remove_prefix(n);
       }
-      while (records_sent_ < records_.size()) {
+      while (!broken && records_sent_ < records_.size()) {
         ssize_t n = ::send(fd_, records_.data() + records_sent_, records_.size() - records_sent_,
                            MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n >= 0) {
@@ -261,7 +261,7 @@ class UpgradeChannel final : public Duplex {
         }
         if (errno == EINTR) continue;
         if (errno != EAGAIN && errno != EWOULDBLOCK) {
-          result = Status::unavailable("the connection failed");
+          broken = true;
           break;
         }
         io.unlock();
@@ -282,10 +282,13 @@ class UpgradeChannel final : public Duplex {
       }
     }
     if (!io_closed_) set_tls_write_buffer(ssl_, nullptr);
-    const bool broken = !result.is_ok() && result.message() == "the connection failed";
+    broken = broken || (!io_closed_ && records_sent_ < records_.size());
     records_.clear();
     records_sent_ = 0;
-    if (broken) return write_failed(io);
+    if (broken) {
+      Status failed = write_failed(io);
+      return result.is_ok() ? failed : result;
+    }
     return result;
   }
 
