@@ -159,6 +159,22 @@ enum class Fn : uint8_t {
   // cel-go's strings extension (version 2, as kube declares it).
   kFormat,
   kStringsQuote,
+  // kube's IP and CIDR libraries.
+  kIp,
+  kIsIp,
+  kIpIsCanonical,
+  kCidr,
+  kIsCidr,
+  kIpFamily,
+  kIpIsUnspecified,
+  kIpIsLoopback,
+  kIpIsLinkLocalMulticast,
+  kIpIsLinkLocalUnicast,
+  kIpIsGlobalUnicast,
+  kCidrContainsIp,
+  kCidrContainsCidr,
+  kCidrMasked,
+  kCidrPrefixLength,
 };
 
 enum class Macro : uint8_t { kNone, kAll, kExists, kExistsOne, kMap, kFilter };

@@ -100,18 +100,32 @@ constexpr FnSpec kFunctions[] = {
     {"compareTo", Fn::kQCompareTo, -1, -1, 1, 1, "int"},
     {"format", Fn::kFormat, -1, -1, 1, 1, "string"},
     {"strings.quote", Fn::kStringsQuote, 1, 1, -1, -1, "string"},
+    // kube's IP and CIDR libraries; ip() is also a CIDR's address.
+    {"ip", Fn::kIp, 1, 1, 0, 0, "net.IP"},
+    {"isIP", Fn::kIsIp, 1, 1, -1, -1, "bool"},
+    {"ip.isCanonical", Fn::kIpIsCanonical, 1, 1, -1, -1, "bool"},
+    {"cidr", Fn::kCidr, 1, 1, -1, -1, "net.CIDR"},
+    {"isCIDR", Fn::kIsCidr, 1, 1, -1, -1, "bool"},
+    {"family", Fn::kIpFamily, -1, -1, 0, 0, "int"},
+    {"isUnspecified", Fn::kIpIsUnspecified, -1, -1, 0, 0, "bool"},
+    {"isLoopback", Fn::kIpIsLoopback, -1, -1, 0, 0, "bool"},
+    {"isLinkLocalMulticast", Fn::kIpIsLinkLocalMulticast, -1, -1, 0, 0, "bool"},
+    {"isLinkLocalUnicast", Fn::kIpIsLinkLocalUnicast, -1, -1, 0, 0, "bool"},
+    {"isGlobalUnicast", Fn::kIpIsGlobalUnicast, -1, -1, 0, 0, "bool"},
+    {"containsIP", Fn::kCidrContainsIp, -1, -1, 1, 1, "bool"},
+    {"containsCIDR", Fn::kCidrContainsCidr, -1, -1, 1, 1, "bool"},
+    {"masked", Fn::kCidrMasked, -1, -1, 0, 0, "net.CIDR"},
+    {"prefixLength", Fn::kCidrPrefixLength, -1, -1, 0, 0, "int"},
 };
 
-// Functions of kube's CEL environment this subset leaves out (URLs, IPs, CIDRs,
+// Functions of kube's CEL environment this subset leaves out (URLs,
 // semvers, durations and timestamps, the math extension, ...): a CRD using
 // them gets a clear compile error (a Warning or Invalid for the CRD), not "undeclared reference".
 constexpr std::string_view kUnsupportedFunctions =
-    " url isURL ip isIP cidr isCIDR duration timestamp semver isSemver"
+    " url isURL duration timestamp semver isSemver"
     " getScheme getHost getHostname getPort getEscapedPath getQuery getFullYear getMonth getDate"
     " getDayOfMonth getDayOfWeek getDayOfYear getHours getMinutes getSeconds getMilliseconds"
-    " reverse optMap optFlatMap family isUnspecified isLoopback"
-    " isLinkLocalMulticast isLinkLocalUnicast isGlobalUnicast containsIP containsCIDR masked"
-    " prefixLength major minor patch transformList transformMap"
+    " reverse optMap optFlatMap major minor patch transformList transformMap"
     " transformMapEntry sortBy sort distinct flatten slice first last lists.range"
     " base64.encode base64.decode math.greatest math.least math.ceil math.floor math.round"
     " math.trunc math.abs math.sign math.isNaN math.isInf math.isFinite math.bitAnd math.bitOr"
@@ -124,7 +138,7 @@ bool is_unsupported_function(std::string_view name) {
 // Namespaces whose qualified functions are resolved as one name ("sets.contains").
 bool is_function_namespace(std::string_view ns) {
   return ns == "sets" || ns == "strings" || ns == "math" || ns == "lists" || ns == "base64" ||
-         ns == "optional";
+         ns == "optional" || ns == "ip";
 }
 
 const FnSpec* find_function(std::string_view name) {

@@ -80,6 +80,8 @@ Value call_function(const Node& n, const std::vector<Value>& a, Ctx& ctx) {
       if (a[0].kind == Kind::kObject)
         return make_text(Kind::kType, std::string(authz_type_name(*a[0].object)));
       if (a[0].kind == Kind::kQuantity) return make_text(Kind::kType, "kubernetes.Quantity");
+      if (a[0].kind == Kind::kIp) return make_text(Kind::kType, "net.IP");
+      if (a[0].kind == Kind::kCidr) return make_text(Kind::kType, "net.CIDR");
       return make_text(Kind::kType, std::string(type_name(a[0].kind)));
     case Fn::kIndexOf:
     case Fn::kLastIndexOf:
@@ -139,6 +141,22 @@ Value call_function(const Node& n, const std::vector<Value>& a, Ctx& ctx) {
     case Fn::kFormat:
     case Fn::kStringsQuote:
       return format_function(n.fn, a, ctx);
+    case Fn::kIp:
+    case Fn::kIsIp:
+    case Fn::kIpIsCanonical:
+    case Fn::kCidr:
+    case Fn::kIsCidr:
+    case Fn::kIpFamily:
+    case Fn::kIpIsUnspecified:
+    case Fn::kIpIsLoopback:
+    case Fn::kIpIsLinkLocalMulticast:
+    case Fn::kIpIsLinkLocalUnicast:
+    case Fn::kIpIsGlobalUnicast:
+    case Fn::kCidrContainsIp:
+    case Fn::kCidrContainsCidr:
+    case Fn::kCidrMasked:
+    case Fn::kCidrPrefixLength:
+      return net_function(n.fn, a);
     case Fn::kOptOrValue:
     case Fn::kOptOr:  // evaluated lazily by or_value()
     case Fn::kNone:

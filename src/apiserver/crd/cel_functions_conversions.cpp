@@ -146,6 +146,9 @@ Value to_string(const Value& v) {
       return make_string(std::string(v.str()));
     case Kind::kType:
       return make_string(std::string(v.str()));
+    case Kind::kIp:
+    case Kind::kCidr:
+      return make_string(net_text(v));
     default:
       return no_overload();
   }

@@ -102,6 +102,8 @@ enum class Kind : uint8_t {
   kType,
   kOptional,  // items holds the value, or nothing (optional.none())
   kQuantity,  // d holds its value, owned its text
+  kIp,        // owned holds the 4 or 16 address bytes
+  kCidr,      // owned holds the address bytes, u the prefix length
   kObject,    // an authorizer library value (Authorizer, PathCheck, GroupCheck, ResourceCheck, Decision)
   kError
 };
@@ -297,6 +299,9 @@ Value optional_function(Fn fn, const std::vector<Value>& a);
 // kube's quantity library (cel_functions_quantity.cpp): quantity(), isQuantity() and the
 // methods of a Quantity.
 Value quantity_function(Fn fn, const std::vector<Value>& a);
+// kube's IP and CIDR libraries (cel_functions_net.cpp), and their string() form.
+Value net_function(Fn fn, const std::vector<Value>& a);
+std::string net_text(const Value& v);
 // kube's authorizer library (cel_functions_authz.cpp): the `authorizer` variable, its
 // requestResource, and the builder and accessor methods.
 Value authorizer_value(const Ctx& ctx);

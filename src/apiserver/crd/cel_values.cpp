@@ -145,6 +145,10 @@ std::string_view type_name(Kind kind) {
       return "optional_type";
     case Kind::kQuantity:
       return "kubernetes.Quantity";
+    case Kind::kIp:
+      return "net.IP";
+    case Kind::kCidr:
+      return "net.CIDR";
     case Kind::kObject:
       return "object";
     case Kind::kError:
@@ -315,6 +319,9 @@ json to_json(const Value& v, int depth) {
       return map_to_json(v, depth);
     case Kind::kQuantity:  // its text, as a Quantity is written in JSON
       return std::string(v.str());
+    case Kind::kIp:
+    case Kind::kCidr:
+      return net_text(v);
     case Kind::kOptional:  // the value, or null for optional.none()
       return has_value(v) ? to_json(v.items->front(), depth + 1) : json(nullptr);
     case Kind::kObject:  // cel-go: an authorizer value has no native form

@@ -248,6 +248,41 @@ TEST_CASE("CEL format and strings.quote write values as cel-go's strings extensi
         "error during formatting: fixed-point clause can only be used on doubles, was given int");
 }
 
+TEST_CASE("CEL IP and CIDR values parse and test as kube's libraries do", "[apiserver][crd]") {
+  CHECK(value_of("isIP('10.0.0.1') && isIP('2001:db8::1') && !isIP('10.0.0.01') && "
+                 "!isIP('fe80::1%eth0') && !isIP('::ffff:1.2.3.4') && !isIP('x')") == true);
+  CHECK(value_of("ip('10.0.0.1').family() == 4 && ip('::1').family() == 6") == true);
+  CHECK(value_of("ip('::1').isLoopback() && ip('127.1.2.3').isLoopback()") == true);
+  CHECK(value_of("ip('0.0.0.0').isUnspecified() && ip('::').isUnspecified()") == true);
+  CHECK(value_of("ip('169.254.1.1').isLinkLocalUnicast() && ip('fe80::1').isLinkLocalUnicast()") ==
+        true);
+  CHECK(value_of("ip('224.0.0.251').isLinkLocalMulticast() && ip('ff02::fb').isLinkLocalMulticast()") ==
+        true);
+  CHECK(value_of("ip('10.1.2.3').isGlobalUnicast() && !ip('255.255.255.255').isGlobalUnicast()") ==
+        true);
+  CHECK(value_of("ip('2001:db8:0:0::1') == ip('2001:db8::1')") == true);
+  CHECK(value_of("string(ip('2001:DB8::1'))") == "2001:db8::1");
+  CHECK(value_of("ip.isCanonical('2001:db8::1') && !ip.isCanonical('2001:DB8::1')") == true);
+  CHECK(value_of("cidr('10.0.0.0/8').containsIP(ip('10.20.30.40'))") == true);
+  CHECK(value_of("cidr('10.0.0.0/8').containsIP('11.0.0.1')") == false);
+  CHECK(value_of("cidr('10.0.0.0/8').containsCIDR('10.1.0.0/16')") == true);
+  CHECK(value_of("cidr('10.1.0.0/16').containsCIDR(cidr('10.0.0.0/8'))") == false);
+  CHECK(value_of("cidr('192.168.1.5/24').ip() == ip('192.168.1.5')") == true);
+  CHECK(value_of("string(cidr('192.168.1.5/24').masked())") == "192.168.1.0/24");
+  CHECK(value_of("cidr('2001:db8::/32').prefixLength()") == 32);
+  CHECK(value_of("isCIDR('10.0.0.0/8') && !isCIDR('10.0.0.0/33') && !isCIDR('10.0.0.0')") == true);
+  CHECK(value_of("cidr('10.0.0.0/8').containsIP('2001:db8::1')") == false);
+  CHECK(error_of("ip('fe80::1%eth0')") == "IP address with zone value is not allowed");
+  CHECK(error_of("ip('::ffff:1.2.3.4')") == "IPv4-mapped IPv6 address is not allowed");
+  CHECK_THAT(error_of("ip('nope')"),
+             Catch::StartsWith("IP Address \"nope\" parse error during conversion from string"));
+  CHECK_THAT(error_of("cidr('10.0.0.0/40')"),
+             Catch::StartsWith("network address parse error during conversion from string"));
+  // Gateway API's address rule.
+  json addr = {{"type", "IPAddress"}, {"value", "10.0.0.300"}};
+  CHECK(value_of("self.type == 'IPAddress' ? isIP(self.value) : true", addr) == false);
+}
+
 TEST_CASE("CEL logical operators absorb errors the other side decides", "[apiserver][crd]") {
   json self = {{"a", 1}};
   CHECK(value_of("self.missing == 1 || true", self) == true);
@@ -541,7 +576,8 @@ TEST_CASE("Random token soup never crashes the compiler, the evaluator or the ch
       ".compareTo(", "isQuantity(", ".group('')", ".resource('pods')", ".check('get')",
       ".allowed()", ".requestResource", ".serviceAccount('n', 's')", "type(", "dyn(", "int(",
       "string(", ".matches('^a+$')", ".split(','", ".join()", "sets.contains(", "[1, 2]",
-      "{'k': 1}"};
+      "{'k': 1}", "ip('10.0.0.1')", "cidr('10.0.0.0/8')", ".containsIP(", ".family()",
+      "'%s'.format(", "isIP("};
   const std::size_t n = sizeof kTokens / sizeof kTokens[0];
   uint64_t seed = 0x9e3779b97f4a7c15ull;
   auto next = [&] {
