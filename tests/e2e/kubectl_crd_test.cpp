@@ -341,10 +341,10 @@ spec:
             x-kubernetes-validations:
             - rule: "quantity(self.memory).isGreaterThan(quantity('1Gi'))"
               message: "memory must be more than 1Gi"
-            - rule: "!has(self.endpoint) || url(self.endpoint).getScheme() == 'https'"
+            - rule: "!has(self.version) || isSemver(self.version)"
             properties:
               memory: {type: string}
-              endpoint: {type: string}
+              version: {type: string}
 )yaml");
   Result warned = c.kubectl({"apply", "-f", c.dir() + "/quantity.yaml"});
   REQUIRE_THAT(warned, Succeeded());

@@ -175,6 +175,15 @@ enum class Fn : uint8_t {
   kCidrContainsCidr,
   kCidrMasked,
   kCidrPrefixLength,
+  // kube's URL library.
+  kUrl,
+  kIsUrl,
+  kUrlScheme,
+  kUrlHost,
+  kUrlHostname,
+  kUrlPort,
+  kUrlEscapedPath,
+  kUrlQuery,
 };
 
 enum class Macro : uint8_t { kNone, kAll, kExists, kExistsOne, kMap, kFilter };

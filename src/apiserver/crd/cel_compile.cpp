@@ -116,14 +116,22 @@ constexpr FnSpec kFunctions[] = {
     {"containsCIDR", Fn::kCidrContainsCidr, -1, -1, 1, 1, "bool"},
     {"masked", Fn::kCidrMasked, -1, -1, 0, 0, "net.CIDR"},
     {"prefixLength", Fn::kCidrPrefixLength, -1, -1, 0, 0, "int"},
+    // kube's URL library.
+    {"url", Fn::kUrl, 1, 1, -1, -1, "kubernetes.URL"},
+    {"isURL", Fn::kIsUrl, 1, 1, -1, -1, "bool"},
+    {"getScheme", Fn::kUrlScheme, -1, -1, 0, 0, "string"},
+    {"getHost", Fn::kUrlHost, -1, -1, 0, 0, "string"},
+    {"getHostname", Fn::kUrlHostname, -1, -1, 0, 0, "string"},
+    {"getPort", Fn::kUrlPort, -1, -1, 0, 0, "string"},
+    {"getEscapedPath", Fn::kUrlEscapedPath, -1, -1, 0, 0, "string"},
+    {"getQuery", Fn::kUrlQuery, -1, -1, 0, 0, "map"},
 };
 
-// Functions of kube's CEL environment this subset leaves out (URLs,
-// semvers, durations and timestamps, the math extension, ...): a CRD using
-// them gets a clear compile error (a Warning or Invalid for the CRD), not "undeclared reference".
+// Functions of kube's CEL environment this subset leaves out (semvers, durations and
+// timestamps, the math extension, ...): a CRD using them gets a clear compile error (a Warning
+// or Invalid for the CRD), not "undeclared reference".
 constexpr std::string_view kUnsupportedFunctions =
-    " url isURL duration timestamp semver isSemver"
-    " getScheme getHost getHostname getPort getEscapedPath getQuery getFullYear getMonth getDate"
+    " duration timestamp semver isSemver getFullYear getMonth getDate"
     " getDayOfMonth getDayOfWeek getDayOfYear getHours getMinutes getSeconds getMilliseconds"
     " reverse optMap optFlatMap major minor patch transformList transformMap"
     " transformMapEntry sortBy sort distinct flatten slice first last lists.range"

@@ -81,6 +81,7 @@ Value call_function(const Node& n, const std::vector<Value>& a, Ctx& ctx) {
         return make_text(Kind::kType, std::string(authz_type_name(*a[0].object)));
       if (a[0].kind == Kind::kQuantity) return make_text(Kind::kType, "kubernetes.Quantity");
       if (a[0].kind == Kind::kIp) return make_text(Kind::kType, "net.IP");
+      if (a[0].kind == Kind::kUrl) return make_text(Kind::kType, "kubernetes.URL");
       if (a[0].kind == Kind::kCidr) return make_text(Kind::kType, "net.CIDR");
       return make_text(Kind::kType, std::string(type_name(a[0].kind)));
     case Fn::kIndexOf:
@@ -157,6 +158,15 @@ Value call_function(const Node& n, const std::vector<Value>& a, Ctx& ctx) {
     case Fn::kCidrMasked:
     case Fn::kCidrPrefixLength:
       return net_function(n.fn, a);
+    case Fn::kUrl:
+    case Fn::kIsUrl:
+    case Fn::kUrlScheme:
+    case Fn::kUrlHost:
+    case Fn::kUrlHostname:
+    case Fn::kUrlPort:
+    case Fn::kUrlEscapedPath:
+    case Fn::kUrlQuery:
+      return url_function(n.fn, a);
     case Fn::kOptOrValue:
     case Fn::kOptOr:  // evaluated lazily by or_value()
     case Fn::kNone:

@@ -104,6 +104,7 @@ enum class Kind : uint8_t {
   kQuantity,  // d holds its value, owned its text
   kIp,        // owned holds the 4 or 16 address bytes
   kCidr,      // owned holds the address bytes, u the prefix length
+  kUrl,       // owned holds the URL's text
   kObject,    // an authorizer library value (Authorizer, PathCheck, GroupCheck, ResourceCheck, Decision)
   kError
 };
@@ -302,6 +303,8 @@ Value quantity_function(Fn fn, const std::vector<Value>& a);
 // kube's IP and CIDR libraries (cel_functions_net.cpp), and their string() form.
 Value net_function(Fn fn, const std::vector<Value>& a);
 std::string net_text(const Value& v);
+// kube's URL library (cel_functions_url.cpp).
+Value url_function(Fn fn, const std::vector<Value>& a);
 // kube's authorizer library (cel_functions_authz.cpp): the `authorizer` variable, its
 // requestResource, and the builder and accessor methods.
 Value authorizer_value(const Ctx& ctx);

@@ -191,6 +191,7 @@ bool values_equal_shallow(const Value& a, const Value& b) {
     case Kind::kQuantity:  // by value: quantity('1') == quantity('1000m')
       return a.d == b.d;
     case Kind::kIp:  // by address: ip('::1') == ip('0::1')
+    case Kind::kUrl:
       return a.str() == b.str();
     case Kind::kCidr:
       return a.str() == b.str() && a.u == b.u;

@@ -149,6 +149,8 @@ std::string_view type_name(Kind kind) {
       return "net.IP";
     case Kind::kCidr:
       return "net.CIDR";
+    case Kind::kUrl:
+      return "kubernetes.URL";
     case Kind::kObject:
       return "object";
     case Kind::kError:
@@ -318,6 +320,7 @@ json to_json(const Value& v, int depth) {
       if (v.node != nullptr && !v.resource_root) return *v.node;
       return map_to_json(v, depth);
     case Kind::kQuantity:  // its text, as a Quantity is written in JSON
+    case Kind::kUrl:
       return std::string(v.str());
     case Kind::kIp:
     case Kind::kCidr:

@@ -283,6 +283,29 @@ TEST_CASE("CEL IP and CIDR values parse and test as kube's libraries do", "[apis
   CHECK(value_of("self.type == 'IPAddress' ? isIP(self.value) : true", addr) == false);
 }
 
+TEST_CASE("CEL URLs parse and split as kube's library does", "[apiserver][crd]") {
+  CHECK(value_of("isURL('https://example.com:8443/a/b?x=1&y=2&x=3#frag') && isURL('/path') && "
+                 "!isURL('example.com') && !isURL('') && !isURL('https://h:port/')") == true);
+  const std::string u = "url('https://user@example.com:8443/a b/c?x=1&y=two+words&x=3#frag')";
+  CHECK(value_of(u + ".getScheme()") == "https");
+  CHECK(value_of(u + ".getHost()") == "example.com:8443");
+  CHECK(value_of(u + ".getHostname()") == "example.com");
+  CHECK(value_of(u + ".getPort()") == "8443");
+  CHECK(value_of(u + ".getEscapedPath()") == "/a%20b/c");
+  CHECK(value_of(u + ".getQuery()") ==
+        json({{"x", {"1", "3"}}, {"y", {"two words"}}}));
+  CHECK(value_of("url('http://[::1]:80/').getHostname()") == "::1");
+  CHECK(value_of("url('http://[::1]/').getPort()") == "");
+  CHECK(value_of("url('/just/a/path').getHost()") == "");
+  CHECK(value_of("url('https://a') == url('https://a')") == true);
+  CHECK(error_of("url('example.com')") ==
+        "URL parse error during conversion from string: parse \"example.com\": invalid URI for "
+        "request");
+  CHECK(error_of("url('https://h:port/')") ==
+        "URL parse error during conversion from string: parse \"https://h:port/\": invalid port "
+        "\":port\" after host");
+}
+
 TEST_CASE("CEL logical operators absorb errors the other side decides", "[apiserver][crd]") {
   json self = {{"a", 1}};
   CHECK(value_of("self.missing == 1 || true", self) == true);
@@ -309,8 +332,8 @@ TEST_CASE("CEL compile errors are worded and located as cel-go reports them", "[
         std::string::npos);
   CHECK(compile_error("self.a # 1").find("Syntax error: token recognition error at: '#'") !=
         std::string::npos);
-  CHECK(compile_error("url(self.u).getHost() == 'x'")
-            .find("function 'url' is not supported by vkube") != std::string::npos);
+  CHECK(compile_error("isSemver(self.v)")
+            .find("function 'isSemver' is not supported by vkube") != std::string::npos);
   CHECK(compile_error("self.x.frobnicate()").find("undeclared reference to 'frobnicate'") !=
         std::string::npos);
   CHECK(compile_error("has(self)").find("invalid argument to has() macro") != std::string::npos);
@@ -433,12 +456,12 @@ TEST_CASE("Transition rules see the correlated old value", "[apiserver][crd]") {
 
 TEST_CASE("Rules vkube cannot run are skipped; broken rules are reported", "[apiserver][crd]") {
   std::string error;
-  CHECK(compile("isURL(self.q)", &error) == nullptr);
+  CHECK(compile("isSemver(self.q)", &error) == nullptr);
   CHECK(unsupported_by_vkube(error));
-  CHECK(compile("isURL(self.q", &error) == nullptr);
+  CHECK(compile("isSemver(self.q", &error) == nullptr);
   CHECK_FALSE(unsupported_by_vkube(error));
   json schema = object_schema({{"q", {{"type", "string"}}}},
-                              {{{"rule", "isURL(self.q)"}}, {{"rule", "self.q == nope"}}});
+                              {{{"rule", "isSemver(self.q)"}}, {{"rule", "self.q == nope"}}});
   std::vector<std::string> got = messages(schema, {{"q", "1Gi"}});
   REQUIRE(got.size() == 1);
   CHECK(got[0].find("<nil>: Invalid value: \"object\": rule compile error: compilation failed: "
@@ -502,7 +525,7 @@ TEST_CASE("CRD rules that cannot run are reported for the CRD", "[apiserver][crd
                       {{{"rule", "self.a == undefinedThing"}},
                        {{"rule", "self.a.size() + 1"}},
                        {{"rule", "true"}, {"messageExpression", "'x' +"}},
-                       {{"rule", "url(self.u).getHost() == 'x'"}},
+                       {{"rule", "isSemver(self.u)"}},
                        {{"rule", "true"}, {"reason", "Bogus"}, {"fieldPath", ".nope"}}})}});
   std::vector<std::string> got = check_rules(schema, "spec.versions[0].schema.openAPIV3Schema");
   const std::string base = "spec.versions[0].schema.openAPIV3Schema.properties[spec]";
@@ -513,7 +536,7 @@ TEST_CASE("CRD rules that cannot run are reported for the CRD", "[apiserver][crd
         base + ".x-kubernetes-validations[1].rule: cel expression must evaluate to a bool");
   CHECK(got[2].find(base + ".x-kubernetes-validations[2].messageExpression: messageExpression "
                            "compilation failed: ERROR: <input>:1:6: Syntax error") == 0);
-  CHECK(got[3].find("function 'url' is not supported by vkube") != std::string::npos);
+  CHECK(got[3].find("function 'isSemver' is not supported by vkube") != std::string::npos);
   CHECK(got[4].find(".x-kubernetes-validations[4].reason: Unsupported value: \"Bogus\"") !=
         std::string::npos);
   CHECK(got[5] == base + ".x-kubernetes-validations[4].fieldPath: fieldPath must be a valid path");
@@ -577,7 +600,7 @@ TEST_CASE("Random token soup never crashes the compiler, the evaluator or the ch
       ".allowed()", ".requestResource", ".serviceAccount('n', 's')", "type(", "dyn(", "int(",
       "string(", ".matches('^a+$')", ".split(','", ".join()", "sets.contains(", "[1, 2]",
       "{'k': 1}", "ip('10.0.0.1')", "cidr('10.0.0.0/8')", ".containsIP(", ".family()",
-      "'%s'.format(", "isIP("};
+      "'%s'.format(", "isIP(", "url('https://a:1/p?q=1')", ".getQuery()", ".getPort()"};
   const std::size_t n = sizeof kTokens / sizeof kTokens[0];
   uint64_t seed = 0x9e3779b97f4a7c15ull;
   auto next = [&] {

@@ -221,7 +221,7 @@ TEST_CASE("rules vkube cannot evaluate are warned about, never silently ignored"
   crd["spec"]["versions"][1]["schema"]["openAPIV3Schema"] = json::parse(R"js({
     "type": "object",
     "properties": {"spec": {"type": "object",
-      "x-kubernetes-validations": [{"rule": "url(self.memory).getScheme() == 'https'"},
+      "x-kubernetes-validations": [{"rule": "isSemver(self.memory)"},
                                    {"rule": "self.memory != ''"}],
       "properties": {"memory": {"type": "string"}}}}})js");
   auto warnings = definition_warnings(crd);
