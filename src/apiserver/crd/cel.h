@@ -184,6 +184,12 @@ enum class Fn : uint8_t {
   kUrlPort,
   kUrlEscapedPath,
   kUrlQuery,
+  // google.protobuf.Duration: duration("1h30m") and its accessors.
+  kDuration,
+  kGetHours,
+  kGetMinutes,
+  kGetSeconds,
+  kGetMilliseconds,
 };
 
 enum class Macro : uint8_t { kNone, kAll, kExists, kExistsOne, kMap, kFilter };

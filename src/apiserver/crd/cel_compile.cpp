@@ -125,14 +125,20 @@ constexpr FnSpec kFunctions[] = {
     {"getPort", Fn::kUrlPort, -1, -1, 0, 0, "string"},
     {"getEscapedPath", Fn::kUrlEscapedPath, -1, -1, 0, 0, "string"},
     {"getQuery", Fn::kUrlQuery, -1, -1, 0, 0, "map"},
+    // Durations (timestamps are not supported yet).
+    {"duration", Fn::kDuration, 1, 1, -1, -1, "google.protobuf.Duration"},
+    {"getHours", Fn::kGetHours, -1, -1, 0, 0, "int"},
+    {"getMinutes", Fn::kGetMinutes, -1, -1, 0, 0, "int"},
+    {"getSeconds", Fn::kGetSeconds, -1, -1, 0, 0, "int"},
+    {"getMilliseconds", Fn::kGetMilliseconds, -1, -1, 0, 0, "int"},
 };
 
-// Functions of kube's CEL environment this subset leaves out (semvers, durations and
-// timestamps, the math extension, ...): a CRD using them gets a clear compile error (a Warning
+// Functions of kube's CEL environment this subset leaves out (semvers, timestamps, the math
+// extension, ...): a CRD using them gets a clear compile error (a Warning
 // or Invalid for the CRD), not "undeclared reference".
 constexpr std::string_view kUnsupportedFunctions =
-    " duration timestamp semver isSemver getFullYear getMonth getDate"
-    " getDayOfMonth getDayOfWeek getDayOfYear getHours getMinutes getSeconds getMilliseconds"
+    " timestamp semver isSemver getFullYear getMonth getDate"
+    " getDayOfMonth getDayOfWeek getDayOfYear"
     " reverse optMap optFlatMap major minor patch transformList transformMap"
     " transformMapEntry sortBy sort distinct flatten slice first last lists.range"
     " base64.encode base64.decode math.greatest math.least math.ceil math.floor math.round"

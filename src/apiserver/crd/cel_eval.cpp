@@ -82,6 +82,7 @@ Value call_function(const Node& n, const std::vector<Value>& a, Ctx& ctx) {
       if (a[0].kind == Kind::kQuantity) return make_text(Kind::kType, "kubernetes.Quantity");
       if (a[0].kind == Kind::kIp) return make_text(Kind::kType, "net.IP");
       if (a[0].kind == Kind::kUrl) return make_text(Kind::kType, "kubernetes.URL");
+      if (a[0].kind == Kind::kDuration) return make_text(Kind::kType, "google.protobuf.Duration");
       if (a[0].kind == Kind::kCidr) return make_text(Kind::kType, "net.CIDR");
       return make_text(Kind::kType, std::string(type_name(a[0].kind)));
     case Fn::kIndexOf:
@@ -167,6 +168,12 @@ Value call_function(const Node& n, const std::vector<Value>& a, Ctx& ctx) {
     case Fn::kUrlEscapedPath:
     case Fn::kUrlQuery:
       return url_function(n.fn, a);
+    case Fn::kDuration:
+    case Fn::kGetHours:
+    case Fn::kGetMinutes:
+    case Fn::kGetSeconds:
+    case Fn::kGetMilliseconds:
+      return duration_function(n.fn, a);
     case Fn::kOptOrValue:
     case Fn::kOptOr:  // evaluated lazily by or_value()
     case Fn::kNone:

@@ -76,6 +76,8 @@ Value to_int(const Value& v) {
   switch (v.kind) {
     case Kind::kInt:
       return v;
+    case Kind::kDuration:  // cel-go: the nanoseconds
+      return make_int(v.i);
     case Kind::kUint:
       return v.u > static_cast<uint64_t>(INT64_MAX) ? int_overflow()
                                                     : make_int(static_cast<int64_t>(v.u));
@@ -149,6 +151,8 @@ Value to_string(const Value& v) {
     case Kind::kIp:
     case Kind::kCidr:
       return make_string(net_text(v));
+    case Kind::kDuration:
+      return make_string(duration_text(v.i));
     default:
       return no_overload();
   }

@@ -105,6 +105,7 @@ enum class Kind : uint8_t {
   kIp,        // owned holds the 4 or 16 address bytes
   kCidr,      // owned holds the address bytes, u the prefix length
   kUrl,       // owned holds the URL's text
+  kDuration,  // i holds nanoseconds
   kObject,    // an authorizer library value (Authorizer, PathCheck, GroupCheck, ResourceCheck, Decision)
   kError
 };
@@ -305,6 +306,9 @@ Value net_function(Fn fn, const std::vector<Value>& a);
 std::string net_text(const Value& v);
 // kube's URL library (cel_functions_url.cpp).
 Value url_function(Fn fn, const std::vector<Value>& a);
+// Durations (cel_functions_duration.cpp): duration(), its accessors and its string form.
+Value duration_function(Fn fn, const std::vector<Value>& a);
+std::string duration_text(int64_t ns);
 // kube's authorizer library (cel_functions_authz.cpp): the `authorizer` variable, its
 // requestResource, and the builder and accessor methods.
 Value authorizer_value(const Ctx& ctx);

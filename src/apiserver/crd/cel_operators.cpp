@@ -195,6 +195,8 @@ bool values_equal_shallow(const Value& a, const Value& b) {
       return a.str() == b.str();
     case Kind::kCidr:
       return a.str() == b.str() && a.u == b.u;
+    case Kind::kDuration:
+      return a.i == b.i;
     default:
       return false;
   }
@@ -252,6 +254,9 @@ std::optional<Value> compare(const Value& a, const Value& b, int* out) {
       *out = c < 0 ? -1 : (c > 0 ? 1 : 0);
       return std::nullopt;
     }
+    case Kind::kDuration:
+      *out = a.i < b.i ? -1 : (a.i > b.i ? 1 : 0);
+      return std::nullopt;
     default:
       return no_overload();
   }
@@ -302,6 +307,12 @@ Value add(const Value& a, const Value& b, Ctx& ctx) {
     }
     case Kind::kList:
       return concat_lists(a, b, ctx);
+    case Kind::kDuration: {
+      Value sum = int_arith(Fn::kAdd, a.i, b.i);
+      if (sum.is_error()) return sum;
+      sum.kind = Kind::kDuration;
+      return sum;
+    }
     default:
       return no_overload();
   }
@@ -317,6 +328,13 @@ Value arithmetic(Fn fn, const Value& a, const Value& b, Ctx& ctx) {
       return uint_arith(fn, a.u, b.u);
     case Kind::kDouble:
       return double_arith(fn, a.d, b.d);
+    case Kind::kDuration: {
+      if (fn != Fn::kSub) return no_overload();
+      Value diff = int_arith(Fn::kSub, a.i, b.i);
+      if (diff.is_error()) return diff;
+      diff.kind = Kind::kDuration;
+      return diff;
+    }
     default:
       return no_overload();
   }

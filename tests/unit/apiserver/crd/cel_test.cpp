@@ -306,6 +306,32 @@ TEST_CASE("CEL URLs parse and split as kube's library does", "[apiserver][crd]")
         "\":port\" after host");
 }
 
+TEST_CASE("CEL durations parse, compare and convert as cel-go's do", "[apiserver][crd]") {
+  CHECK(value_of("duration('1h30m') == duration('90m') && duration('1.5h') == duration('5400s')") ==
+        true);
+  CHECK(value_of("duration('300ms') < duration('1s') && duration('-1m') < duration('0')") == true);
+  CHECK(value_of("string(duration('1h30m'))") == "5400s");
+  CHECK(value_of("string(duration('1.5s') + duration('1ns'))") == "1.500000001s");
+  CHECK(value_of("string(duration('1m') - duration('90s'))") == "-30s");
+  CHECK(value_of("int(duration('2us'))") == 2000);
+  CHECK(value_of("duration('2h45m').getHours() == 2 && duration('2h45m').getMinutes() == 165 && "
+                 "duration('1.5s').getSeconds() == 1 && duration('1.5s').getMilliseconds() == 1500") ==
+        true);
+  CHECK(value_of("type(duration('1s')) == type(duration('2s'))") == true);
+  CHECK(value_of("duration('1s')") == "1s");
+  CHECK(error_of("duration('1 hour')") ==
+        "type conversion error from 'string' to 'google.protobuf.Duration'");
+  CHECK(error_of("duration('5')") ==
+        "type conversion error from 'string' to 'google.protobuf.Duration'");
+  CHECK(error_of("duration('1s') + 1") == "no such overload");
+  // Gateway API's HTTPRoute timeouts rule.
+  const std::string rule =
+      "!(has(self.request) && has(self.backendRequest) && duration(self.request) != "
+      "duration('0s') && duration(self.backendRequest) > duration(self.request))";
+  CHECK(value_of(rule, {{"request", "10s"}, {"backendRequest", "2s"}}) == true);
+  CHECK(value_of(rule, {{"request", "1s"}, {"backendRequest", "2s"}}) == false);
+}
+
 TEST_CASE("CEL logical operators absorb errors the other side decides", "[apiserver][crd]") {
   json self = {{"a", 1}};
   CHECK(value_of("self.missing == 1 || true", self) == true);
@@ -600,7 +626,8 @@ TEST_CASE("Random token soup never crashes the compiler, the evaluator or the ch
       ".allowed()", ".requestResource", ".serviceAccount('n', 's')", "type(", "dyn(", "int(",
       "string(", ".matches('^a+$')", ".split(','", ".join()", "sets.contains(", "[1, 2]",
       "{'k': 1}", "ip('10.0.0.1')", "cidr('10.0.0.0/8')", ".containsIP(", ".family()",
-      "'%s'.format(", "isIP(", "url('https://a:1/p?q=1')", ".getQuery()", ".getPort()"};
+      "'%s'.format(", "isIP(", "url('https://a:1/p?q=1')", ".getQuery()", ".getPort()",
+      "duration('1h')", ".getMinutes()"};
   const std::size_t n = sizeof kTokens / sizeof kTokens[0];
   uint64_t seed = 0x9e3779b97f4a7c15ull;
   auto next = [&] {
