@@ -6,7 +6,7 @@
 //   fieldRef: spec.validations[0].expression
 //   warning:  apps/v1, Kind=Deployment: ERROR: <input>:1:12: undefined field 'replica' ...
 // Kinds are found through discovery and their schemas in /openapi/v3, so custom resources are
-// checked like built-in ones.
+// checked like built-in ones; each of spec.variables has the type of its expression.
 #include <map>
 #include <optional>
 #include <set>
@@ -182,6 +182,15 @@ class PolicyStatusController final : public Controller {
     json out = json::array();
     if (targets.empty()) return out;
     const auto& names = apiserver::crd::cel::admission_names(has_params, true);
+    // The variables, compiled once: each one's type flows into the expressions using it.
+    std::vector<std::shared_ptr<const apiserver::crd::cel::Program>> variable_programs;
+    std::vector<std::pair<std::string, const apiserver::crd::cel::Program*>> variables;
+    for (const json& v : spec.value("variables", json::array())) {
+      std::string error;
+      variable_programs.push_back(
+          apiserver::crd::cel::compile_in_cached(v.value("expression", ""), names, &error));
+      variables.emplace_back(v.value("name", ""), variable_programs.back().get());
+    }
     auto check = [&](const std::string& field_ref, const std::string& expr) {
       if (expr.empty()) return;
       std::string error;
@@ -192,6 +201,7 @@ class PolicyStatusController final : public Controller {
         apiserver::crd::cel::TypeEnv env;
         env.object = t.schema;
         env.params = params;
+        env.variables = variables;
         env.resolve = [&](std::string_view ref) -> const json* {
           constexpr std::string_view kPrefix = "#/components/schemas/";
           if (ref.substr(0, kPrefix.size()) != kPrefix) return nullptr;

@@ -324,6 +324,9 @@ struct TypeEnv {
   const json* params = nullptr;
   const json* namespace_object = nullptr;
   std::function<const json*(std::string_view ref)> resolve;
+  // The policy's variables in order (compile_in() programs; null: one that did not compile):
+  // `variables.<name>` has the type its expression has, as kube's checker gives it.
+  std::vector<std::pair<std::string, const Program*>> variables;
 };
 
 // kube's type checking of a ValidatingAdmissionPolicy expression, in part: selections of fields

@@ -32,6 +32,19 @@ class Checker {
   Checker(std::string_view src, const TypeEnv& env) : src_(src), env_(env) {}
 
   std::vector<std::string> run(const Node& root) {
+    // Each variable is typed from its expression, seeing the ones before it; what its own
+    // expression gets wrong is not this expression's to report (kube reports validations only).
+    for (const auto& [name, program] : env_.variables) {
+      T t;
+      if (program != nullptr) {
+        const std::string_view src = src_;
+        src_ = program->source();
+        t = check(program->root());
+        src_ = src;
+        issues_.clear();
+      }
+      variables_.emplace_back(name, t);
+    }
     check(root);
     return std::move(issues_);
   }
@@ -120,6 +133,12 @@ class Checker {
   T select(const Node& n) {
     const Node& target = *n.args[0];
     if (target.kind == NodeKind::kIdent && target.slot == kSlotSelf) return variable(n.name);
+    if (target.kind == NodeKind::kSelect && target.name == "variables" &&
+        target.args[0]->kind == NodeKind::kIdent && target.args[0]->slot == kSlotSelf) {
+      for (const auto& [name, t] : variables_)
+        if (name == n.name) return t;
+      return {};
+    }
     T t = check(target);
     T out = field(t, n.name, n.offset);
     out.optional = out.optional || t.optional || n.optional;
@@ -235,6 +254,7 @@ class Checker {
   std::string_view src_;
   const TypeEnv& env_;
   std::vector<T> vars_;  // comprehension variables by slot
+  std::vector<std::pair<std::string, T>> variables_;  // the policy's variables, typed
   std::vector<std::string> issues_;
 };
 

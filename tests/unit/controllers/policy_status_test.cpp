@@ -55,10 +55,18 @@ TEST_CASE("a policy's expressions are type-checked against the kinds it matches"
                     {{"expression",
                       "object.spec.template.spec.containers.all(c, c.image.startsWith('r/'))"}},
                     {{"expression", "object.metadata.labels.team == 'a' && "
-                                    "object.metadata.?annotations.orValue({}).size() < 10"}}}));
+                                    "object.metadata.?annotations.orValue({}).size() < 10"}},
+                    {{"expression", "variables.spec.replicas > 0 && variables.spec.paused"}},
+                    {{"expression", "variables.containers.all(c, c.imagePullPolicy != 'x')"}},
+                    {{"expression", "variables.spec.replica > 0"}}},
+                   {{"variables",
+                     {{{"name", "spec"}, {"expression", "object.spec"}},
+                      {{"name", "containers"},
+                       {"expression", "variables.spec.template.spec.containers"}}}}}));
   json p = checked(cp, "replicas");
   const json& warnings = p["status"]["typeChecking"]["expressionWarnings"];
-  REQUIRE(warnings.size() == 2);
+  REQUIRE(warnings.size() == 3);
+  INFO(warnings.dump(2));
   CHECK(warnings[0]["fieldRef"] == "spec.validations[0].expression");
   CHECK(warnings[0]["warning"] ==
         "apps/v1, Kind=Deployment: ERROR: <input>:1:12: undefined field 'replica'\n"
@@ -70,10 +78,17 @@ TEST_CASE("a policy's expressions are type-checked against the kinds it matches"
         "applied to '(string, int)'\n"
         " | 'has ' + object.spec.replicas\n"
         " | .......^\n");
+  // Through a variable, which has the type of its expression (object.spec).
+  CHECK(warnings[2]["fieldRef"] == "spec.validations[5].expression");
+  CHECK(warnings[2]["warning"] ==
+        "apps/v1, Kind=Deployment: ERROR: <input>:1:15: undefined field 'replica'\n"
+        " | variables.spec.replica > 0\n"
+        " | ..............^\n");
 
   // A fixed policy is checked again at its new generation, and its warnings go.
   json fixed = p;
   fixed["spec"]["validations"][0] = {{"expression", "object.spec.replicas > 1"}};
+  fixed["spec"]["validations"][5] = {{"expression", "variables.spec.replicas > 0"}};
   REQUIRE(cp.call("PUT", kPolicies + "/replicas", fixed).code == 200);
   p = checked(cp, "replicas");
   CHECK(p["metadata"]["generation"] == 2);
