@@ -49,11 +49,14 @@ class Checker {
     }
     if (std::find(stored_.begin(), stored_.end(), expr) != stored_.end()) return;
     std::string error;
-    if (crd::cel::compile_in_cached(expr, crd::cel::admission_names(params, authorizer), &error)) return;
+    if (crd::cel::compile_in_cached(expr, crd::cel::admission_names(params, authorizer), &error))
+      return;
     if (crd::cel::unsupported_by_vkube(error)) {
       if (warnings_ != nullptr)
-        warnings_->push_back(at + ": vkube cannot evaluate this expression, so it fails at "
-                             "admission under the failurePolicy: " + error);
+        warnings_->push_back(at +
+                             ": vkube cannot evaluate this expression, so it fails at "
+                             "admission under the failurePolicy: " +
+                             error);
       return;
     }
     add({FieldError::Type::kInvalid, at, "compilation failed: " + error, expr});

@@ -101,7 +101,8 @@ std::vector<Gvk> types_to_check(const json& spec, Schemas& schemas) {
   std::set<Gvk> out;
   const json& match = spec.value("matchConstraints", json::object());
   for (const json& rule : match.value("resourceRules", json::array())) {
-    const json groups = rule.value("apiGroups", json()), versions = rule.value("apiVersions", json()),
+    const json groups = rule.value("apiGroups", json()),
+               versions = rule.value("apiVersions", json()),
                resources = rule.value("resources", json());
     if (has_wildcard(groups) || has_wildcard(versions) || has_wildcard(resources)) continue;
     for (const std::string& g : strings(groups))
@@ -120,7 +121,8 @@ std::vector<Gvk> types_to_check(const json& spec, Schemas& schemas) {
 class PolicyStatusController final : public Controller {
  public:
   explicit PolicyStatusController(Context& ctx)
-      : Controller(ctx, "validatingadmissionpolicy-status"), policies_(ctx.informers.cache(kPolicies)) {
+      : Controller(ctx, "validatingadmissionpolicy-status"),
+        policies_(ctx.informers.cache(kPolicies)) {
     ctx.informers.on_event(kPolicies, [this](const ObjectEvent& e) {
       if (e.type != EventType::kDeleted && !checked(*e.object)) queue().add(e.key);
     });
@@ -139,13 +141,14 @@ class PolicyStatusController final : public Controller {
     json warnings = type_check(*policy);
     json type_checking = json::object();
     type_checking["expressionWarnings"] = warnings.empty() ? json(nullptr) : std::move(warnings);
-    json patch = {{"metadata",
-                   {{"resourceVersion", (*policy)["metadata"].value("resourceVersion", "")}}},
-                  {"status",
-                   {{"observedGeneration", (*policy)["metadata"].value("generation", json(1))},
-                    {"typeChecking", std::move(type_checking)}}}};
+    json patch = {
+        {"metadata", {{"resourceVersion", (*policy)["metadata"].value("resourceVersion", "")}}},
+        {"status",
+         {{"observedGeneration", (*policy)["metadata"].value("generation", json(1))},
+          {"typeChecking", std::move(type_checking)}}}};
     ApiResult r = ctx_.client.call(
-        "PATCH", "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/" + name + "/status",
+        "PATCH",
+        "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/" + name + "/status",
         patch, "application/merge-patch+json");
     // A conflict: a newer generation is on its way through the informer.
     if (!r.ok() && r.code != 404 && r.code != 409)

@@ -118,7 +118,8 @@ class Checker {
     if (t.schema == nullptr) return {};
     const json& s = *t.schema;
     if (t.prim == "list" && s.contains("items")) return of_schema(&s["items"]);
-    if (t.prim == "map" && s.contains("additionalProperties") && s["additionalProperties"].is_object())
+    if (t.prim == "map" && s.contains("additionalProperties") &&
+        s["additionalProperties"].is_object())
       return of_schema(&s["additionalProperties"]);
     return {};
   }
@@ -253,7 +254,7 @@ class Checker {
 
   std::string_view src_;
   const TypeEnv& env_;
-  std::vector<T> vars_;  // comprehension variables by slot
+  std::vector<T> vars_;                               // comprehension variables by slot
   std::vector<std::pair<std::string, T>> variables_;  // the policy's variables, typed
   std::vector<std::string> issues_;
 };

@@ -188,7 +188,8 @@ Value authz_function(Fn fn, const std::vector<Value>& a, Ctx& ctx) {
     case Fn::kAuthzError: {
       const AuthzObject* d = as(a[0], Type::kDecision);
       if (d == nullptr) return no_overload();
-      if (fn == Fn::kAuthzAllowed) return make_bool(d->decision.allowed && d->decision.error.empty());
+      if (fn == Fn::kAuthzAllowed)
+        return make_bool(d->decision.allowed && d->decision.error.empty());
       if (fn == Fn::kAuthzErrored) return make_bool(!d->decision.error.empty());
       return make_string(fn == Fn::kAuthzReason ? d->decision.reason : d->decision.error);
     }

@@ -42,8 +42,8 @@ std::optional<int64_t> parse_duration(std::string_view s) {
     if (!digits) return std::nullopt;
     s.remove_prefix(i);
     static const std::pair<std::string_view, long double> kUnits[] = {
-        {"ns", 1},           {"us", 1e3},   {"\xc2\xb5s", 1e3}, {"\xce\xbcs", 1e3},
-        {"ms", 1e6},         {"s", 1e9},    {"m", 60e9},        {"h", 3600e9}};
+        {"ns", 1},   {"us", 1e3}, {"\xc2\xb5s", 1e3}, {"\xce\xbcs", 1e3},
+        {"ms", 1e6}, {"s", 1e9},  {"m", 60e9},        {"h", 3600e9}};
     std::size_t unit_len = 0;
     long double unit = 0;
     for (const auto& [name, ns] : kUnits)
@@ -67,8 +67,8 @@ std::optional<int64_t> parse_duration(std::string_view s) {
 // strconv.FormatFloat(seconds, 'f', -1, 64) + "s": exact, from the nanoseconds.
 std::string duration_text(int64_t ns) {
   const bool negative = ns < 0;
-  const uint64_t magnitude = negative ? static_cast<uint64_t>(0) - static_cast<uint64_t>(ns)
-                                      : static_cast<uint64_t>(ns);
+  const uint64_t magnitude =
+      negative ? static_cast<uint64_t>(0) - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
   std::string out = (negative ? "-" : "") + std::to_string(magnitude / 1000000000u);
   std::string fraction = std::to_string(magnitude % 1000000000u);
   if (magnitude % 1000000000u != 0) {

@@ -27,16 +27,35 @@ std::string quote(std::string_view s) {
   std::string out = "\"";
   for (char c : s) {
     switch (c) {
-      case '\a': out += "\\a"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\v': out += "\\v"; break;
-      case '\\': out += "\\\\"; break;
-      case '"': out += "\\\""; break;
-      default: out += c;
+      case '\a':
+        out += "\\a";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\v':
+        out += "\\v";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '"':
+        out += "\\\"";
+        break;
+      default:
+        out += c;
     }
   }
   return out + "\"";
@@ -121,9 +140,10 @@ Formatted format_value(const Value& v, int depth) {
       return std::string(s.str());
     }
     default:
-      return Failure{"string clause can only be used on strings, bools, bytes, ints, doubles, "
-                     "maps, lists, types, durations, and timestamps, was given " +
-                     std::string(type_name(v.kind))};
+      return Failure{
+          "string clause can only be used on strings, bools, bytes, ints, doubles, "
+          "maps, lists, types, durations, and timestamps, was given " +
+          std::string(type_name(v.kind))};
   }
 }
 
@@ -131,8 +151,8 @@ std::string integer_text(const Value& v, char verb) {
   char buf[80];
   if (verb == 'b') {
     uint64_t u = v.kind == Kind::kUint ? v.u
-                 : v.i < 0            ? static_cast<uint64_t>(0) - static_cast<uint64_t>(v.i)
-                                      : static_cast<uint64_t>(v.i);
+                 : v.i < 0             ? static_cast<uint64_t>(0) - static_cast<uint64_t>(v.i)
+                                       : static_cast<uint64_t>(v.i);
     std::string bits;
     do {
       bits.insert(bits.begin(), static_cast<char>('0' + (u & 1)));
@@ -140,23 +160,31 @@ std::string integer_text(const Value& v, char verb) {
     } while (u != 0);
     return (v.kind == Kind::kInt && v.i < 0 ? "-" : "") + bits;
   }
-  const char* f = verb == 'd' ? "%" PRId64 : verb == 'o' ? "%" PRIo64 : verb == 'x' ? "%" PRIx64 : "%" PRIX64;
-  const char* fu = verb == 'd' ? "%" PRIu64 : verb == 'o' ? "%" PRIo64 : verb == 'x' ? "%" PRIx64 : "%" PRIX64;
+  const char* f = verb == 'd'   ? "%" PRId64
+                  : verb == 'o' ? "%" PRIo64
+                  : verb == 'x' ? "%" PRIx64
+                                : "%" PRIX64;
+  const char* fu = verb == 'd'   ? "%" PRIu64
+                   : verb == 'o' ? "%" PRIo64
+                   : verb == 'x' ? "%" PRIx64
+                                 : "%" PRIX64;
   if (v.kind == Kind::kInt && v.i < 0 && verb != 'd') {
     // Go prints a negative number's magnitude with a minus sign in every base.
     std::snprintf(buf, sizeof buf, fu, static_cast<uint64_t>(0) - static_cast<uint64_t>(v.i));
     return std::string("-") + buf;
   }
-  if (v.kind == Kind::kInt) std::snprintf(buf, sizeof buf, f, v.i);
-  else std::snprintf(buf, sizeof buf, fu, v.u);
+  if (v.kind == Kind::kInt)
+    std::snprintf(buf, sizeof buf, f, v.i);
+  else
+    std::snprintf(buf, sizeof buf, fu, v.u);
   return buf;
 }
 
 // One clause applied to its argument.
 Formatted clause(char verb, std::optional<int> precision, const Value& v) {
   const bool integer = v.kind == Kind::kInt || v.kind == Kind::kUint;
-  const bool special_string =
-      v.kind == Kind::kString && (v.str() == "NaN" || v.str() == "Infinity" || v.str() == "-Infinity");
+  const bool special_string = v.kind == Kind::kString &&
+                              (v.str() == "NaN" || v.str() == "Infinity" || v.str() == "-Infinity");
   switch (verb) {
     case 's':
       return format_value(v, 0);
@@ -198,8 +226,10 @@ Formatted clause(char verb, std::optional<int> precision, const Value& v) {
         return out;
       }
       if (!integer)
-        return Failure{"only integers, byte buffers, and strings can be formatted as hex, was "
-                       "given " + std::string(type_name(v.kind))};
+        return Failure{
+            "only integers, byte buffers, and strings can be formatted as hex, was "
+            "given " +
+            std::string(type_name(v.kind))};
       return integer_text(v, verb);
     }
     default:
@@ -230,19 +260,23 @@ Value format(std::string_view f, const Value& args, Ctx& ctx) {
       std::size_t start = j;
       while (j < f.size() && f[j] >= '0' && f[j] <= '9') ++j;
       if (j >= f.size())
-        return make_error("could not parse formatting clause: error while parsing precision: "
-                          "could not find end of precision specifier");
+        return make_error(
+            "could not parse formatting clause: error while parsing precision: "
+            "could not find end of precision specifier");
       if (j == start || j - start > 3)
-        return make_error("could not parse formatting clause: error while parsing precision: "
-                          "error while converting precision to integer");
+        return make_error(
+            "could not parse formatting clause: error while parsing precision: "
+            "error while converting precision to integer");
       precision = std::stoi(std::string(f.substr(start, j - start)));
     }
     const char verb = f[j];
     if (std::string_view("sdfebxXo").find(verb) == std::string_view::npos)
       return make_error(std::string("could not parse formatting clause: unrecognized formatting "
-                                    "clause \"") + verb + "\"");
+                                    "clause \"") +
+                        verb + "\"");
     Formatted text = clause(verb, precision, list_at(args, next++));
-    if (auto* e = std::get_if<Failure>(&text)) return make_error("error during formatting: " + e->message);
+    if (auto* e = std::get_if<Failure>(&text))
+      return make_error("error during formatting: " + e->message);
     out += std::get<std::string>(text);
     if (!ctx.charge(static_cast<int64_t>(std::get<std::string>(text).size() / 16))) break;
     i = j + 1;

@@ -29,7 +29,8 @@ std::optional<Addr> parse_addr(std::string_view s, std::string* why) {
   }
   unsigned char buf[16];
   if (text.find(':') == std::string::npos) {
-    if (inet_pton(AF_INET, text.c_str(), buf) == 1) return Addr{std::string(reinterpret_cast<char*>(buf), 4)};
+    if (inet_pton(AF_INET, text.c_str(), buf) == 1)
+      return Addr{std::string(reinterpret_cast<char*>(buf), 4)};
   } else if (inet_pton(AF_INET6, text.c_str(), buf) == 1) {
     static const unsigned char kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
     if (std::memcmp(buf, kMapped, 12) == 0) {
@@ -60,7 +61,8 @@ std::optional<Prefix> parse_prefix(std::string_view s, std::string* why) {
       const int bits = std::stoi(std::string(len));
       if (bits <= static_cast<int>(addr->bytes.size()) * 8) return Prefix{addr->bytes, bits};
     }
-    if (!addr && (inner.find("zone") != std::string::npos || inner.find("mapped") != std::string::npos)) {
+    if (!addr &&
+        (inner.find("zone") != std::string::npos || inner.find("mapped") != std::string::npos)) {
       *why = inner;
       return std::nullopt;
     }
@@ -137,7 +139,8 @@ bool multicast(const Value& v) {
 // Go's IsGlobalUnicast: not unspecified, loopback, multicast, link-local or the IPv4 broadcast.
 bool global_unicast(const Value& v) {
   const unsigned char* b = raw(v);
-  const bool broadcast = v.str().size() == 4 && b[0] == 255 && b[1] == 255 && b[2] == 255 && b[3] == 255;
+  const bool broadcast =
+      v.str().size() == 4 && b[0] == 255 && b[1] == 255 && b[2] == 255 && b[3] == 255;
   return !all_zero(v) && !loopback(v) && !multicast(v) && !link_local_unicast(v) && !broadcast;
 }
 

@@ -49,7 +49,8 @@ std::optional<Parts> parse(std::string_view s, std::string* why) {
     p.scheme = std::string(rest.substr(0, colon));
     rest.remove_prefix(colon + 1);
   }
-  if (std::size_t hash = rest.find('#'); hash != std::string_view::npos) rest = rest.substr(0, hash);
+  if (std::size_t hash = rest.find('#'); hash != std::string_view::npos)
+    rest = rest.substr(0, hash);
   if (std::size_t q = rest.find('?'); q != std::string_view::npos) {
     p.query = std::string(rest.substr(q + 1));
     rest = rest.substr(0, q);
@@ -68,8 +69,8 @@ std::optional<Parts> parse(std::string_view s, std::string* why) {
     if (colon != std::string_view::npos && (close == std::string_view::npos || colon > close)) {
       for (char c : authority.substr(colon + 1))
         if (c < '0' || c > '9') {
-          *why = quoted + "invalid port \"" + std::string(authority.substr(colon)) +
-                 "\" after host";
+          *why =
+              quoted + "invalid port \"" + std::string(authority.substr(colon)) + "\" after host";
           return std::nullopt;
         }
     }
@@ -152,9 +153,12 @@ Value query_map(const std::string& query) {
     auto value = eq == std::string_view::npos ? std::optional<std::string>("")
                                               : unescape(pair.substr(eq + 1));
     if (!key || !value) continue;
-    auto it = std::find_if(values.begin(), values.end(), [&](const auto& e) { return e.first == *key; });
-    if (it == values.end()) values.push_back({*key, {*value}});
-    else it->second.push_back(*value);
+    auto it =
+        std::find_if(values.begin(), values.end(), [&](const auto& e) { return e.first == *key; });
+    if (it == values.end())
+      values.push_back({*key, {*value}});
+    else
+      it->second.push_back(*value);
   }
   ValueMap entries;
   for (auto& [k, vs] : values) {

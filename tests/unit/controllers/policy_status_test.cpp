@@ -54,8 +54,9 @@ TEST_CASE("a policy's expressions are type-checked against the kinds it matches"
                      {"messageExpression", "'has ' + object.spec.replicas"}},
                     {{"expression",
                       "object.spec.template.spec.containers.all(c, c.image.startsWith('r/'))"}},
-                    {{"expression", "object.metadata.labels.team == 'a' && "
-                                    "object.metadata.?annotations.orValue({}).size() < 10"}},
+                    {{"expression",
+                      "object.metadata.labels.team == 'a' && "
+                      "object.metadata.?annotations.orValue({}).size() < 10"}},
                     {{"expression", "variables.spec.replicas > 0 && variables.spec.paused"}},
                     {{"expression", "variables.containers.all(c, c.imagePullPolicy != 'x')"}},
                     {{"expression", "variables.spec.replica > 0"}}},
