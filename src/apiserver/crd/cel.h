@@ -121,7 +121,7 @@ enum class Fn : uint8_t {
   kSetsContains,
   kSetsEquivalent,
   kSetsIntersects,
-  // kube's authorizer library; kAuthzPath first, kAuthzLabelSelector last (a range is tested).
+  // kube's authorizer library.
   kAuthzPath,
   kAuthzGroup,
   kAuthzServiceAccount,

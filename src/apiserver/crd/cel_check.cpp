@@ -181,8 +181,7 @@ class Checker {
     auto slot = static_cast<std::size_t>(n.slot);
     if (vars_.size() <= slot) vars_.resize(slot + 1);
     vars_[slot] = var;
-    T last;
-    for (std::size_t i = 1; i < n.args.size(); ++i) last = check(*n.args[i]);
+    for (std::size_t i = 1; i < n.args.size(); ++i) check(*n.args[i]);
     vars_[slot] = {};
     if (n.macro == Macro::kFilter) return range;
     if (n.macro == Macro::kMap) return {nullptr, "list", false};
