@@ -190,6 +190,14 @@ enum class Fn : uint8_t {
   kGetMinutes,
   kGetSeconds,
   kGetMilliseconds,
+  // google.protobuf.Timestamp: timestamp("2023-06-01T10:00:00Z") and its calendar accessors.
+  kTimestamp,
+  kGetFullYear,
+  kGetMonth,
+  kGetDate,
+  kGetDayOfMonth,
+  kGetDayOfWeek,
+  kGetDayOfYear,
 };
 
 enum class Macro : uint8_t { kNone, kAll, kExists, kExistsOne, kMap, kFilter };

@@ -163,6 +163,9 @@ class Checker {
     if (n.fn >= Fn::kAdd && n.fn <= Fn::kGe && args.size() == 2) {
       operands(n, args[0], args[1]);
       if (n.fn >= Fn::kEq) return {nullptr, "bool", false};
+      if (n.fn == Fn::kSub && args[0].prim == "google.protobuf.Timestamp" &&
+          args[1].prim == args[0].prim)
+        return {nullptr, "google.protobuf.Duration", false};
       if (args[0].prim == args[1].prim && !args[0].optional) return {nullptr, args[0].prim, false};
       return {};
     }

@@ -125,20 +125,26 @@ constexpr FnSpec kFunctions[] = {
     {"getPort", Fn::kUrlPort, -1, -1, 0, 0, "string"},
     {"getEscapedPath", Fn::kUrlEscapedPath, -1, -1, 0, 0, "string"},
     {"getQuery", Fn::kUrlQuery, -1, -1, 0, 0, "map"},
-    // Durations (timestamps are not supported yet).
+    // Durations and timestamps; a timestamp's accessors take an optional time zone.
     {"duration", Fn::kDuration, 1, 1, -1, -1, "google.protobuf.Duration"},
-    {"getHours", Fn::kGetHours, -1, -1, 0, 0, "int"},
-    {"getMinutes", Fn::kGetMinutes, -1, -1, 0, 0, "int"},
-    {"getSeconds", Fn::kGetSeconds, -1, -1, 0, 0, "int"},
-    {"getMilliseconds", Fn::kGetMilliseconds, -1, -1, 0, 0, "int"},
+    {"timestamp", Fn::kTimestamp, 1, 1, -1, -1, "google.protobuf.Timestamp"},
+    {"getHours", Fn::kGetHours, -1, -1, 0, 1, "int"},
+    {"getMinutes", Fn::kGetMinutes, -1, -1, 0, 1, "int"},
+    {"getSeconds", Fn::kGetSeconds, -1, -1, 0, 1, "int"},
+    {"getMilliseconds", Fn::kGetMilliseconds, -1, -1, 0, 1, "int"},
+    {"getFullYear", Fn::kGetFullYear, -1, -1, 0, 1, "int"},
+    {"getMonth", Fn::kGetMonth, -1, -1, 0, 1, "int"},
+    {"getDate", Fn::kGetDate, -1, -1, 0, 1, "int"},
+    {"getDayOfMonth", Fn::kGetDayOfMonth, -1, -1, 0, 1, "int"},
+    {"getDayOfWeek", Fn::kGetDayOfWeek, -1, -1, 0, 1, "int"},
+    {"getDayOfYear", Fn::kGetDayOfYear, -1, -1, 0, 1, "int"},
 };
 
-// Functions of kube's CEL environment this subset leaves out (semvers, timestamps, the math
+// Functions of kube's CEL environment this subset leaves out (semvers, the math
 // extension, ...): a CRD using them gets a clear compile error (a Warning
 // or Invalid for the CRD), not "undeclared reference".
 constexpr std::string_view kUnsupportedFunctions =
-    " timestamp semver isSemver getFullYear getMonth getDate"
-    " getDayOfMonth getDayOfWeek getDayOfYear"
+    " semver isSemver"
     " reverse optMap optFlatMap major minor patch transformList transformMap"
     " transformMapEntry sortBy sort distinct flatten slice first last lists.range"
     " base64.encode base64.decode math.greatest math.least math.ceil math.floor math.round"
@@ -507,9 +513,8 @@ std::shared_ptr<const Program> compile_in_cached(std::string_view expr,
   for (const std::string& n : names) key += n + ",";
   key += '\n';
   key += expr;
-  return cache.get(key, error, [&](std::string_view, std::string* err) {
-    return compile_in(expr, names, err);
-  });
+  return cache.get(
+      key, error, [&](std::string_view, std::string* err) { return compile_in(expr, names, err); });
 }
 
 const std::vector<std::string>& admission_names(bool params, bool authorizer) {

@@ -83,6 +83,7 @@ Value call_function(const Node& n, const std::vector<Value>& a, Ctx& ctx) {
       if (a[0].kind == Kind::kIp) return make_text(Kind::kType, "net.IP");
       if (a[0].kind == Kind::kUrl) return make_text(Kind::kType, "kubernetes.URL");
       if (a[0].kind == Kind::kDuration) return make_text(Kind::kType, "google.protobuf.Duration");
+      if (a[0].kind == Kind::kTimestamp) return make_text(Kind::kType, "google.protobuf.Timestamp");
       if (a[0].kind == Kind::kCidr) return make_text(Kind::kType, "net.CIDR");
       return make_text(Kind::kType, std::string(type_name(a[0].kind)));
     case Fn::kIndexOf:
@@ -168,12 +169,23 @@ Value call_function(const Node& n, const std::vector<Value>& a, Ctx& ctx) {
     case Fn::kUrlEscapedPath:
     case Fn::kUrlQuery:
       return url_function(n.fn, a);
-    case Fn::kDuration:
     case Fn::kGetHours:
     case Fn::kGetMinutes:
     case Fn::kGetSeconds:
     case Fn::kGetMilliseconds:
+      if (!a.empty() && a[0].kind == Kind::kTimestamp) return timestamp_function(n.fn, a);
+      if (a.size() != 1) return no_overload();
       return duration_function(n.fn, a);
+    case Fn::kDuration:
+      return duration_function(n.fn, a);
+    case Fn::kTimestamp:
+    case Fn::kGetFullYear:
+    case Fn::kGetMonth:
+    case Fn::kGetDate:
+    case Fn::kGetDayOfMonth:
+    case Fn::kGetDayOfWeek:
+    case Fn::kGetDayOfYear:
+      return timestamp_function(n.fn, a);
     case Fn::kOptOrValue:
     case Fn::kOptOr:  // evaluated lazily by or_value()
     case Fn::kNone:
@@ -242,7 +254,8 @@ Value select(const Node& n, Ctx& ctx) {
     if (inner->kind != Kind::kMap) return no_overload();
     return make_optional_value(map_field(*inner, n.name));
   }
-  if (target.kind == Kind::kObject && n.kind == NodeKind::kSelect) return authz_field(target, n.name);
+  if (target.kind == Kind::kObject && n.kind == NodeKind::kSelect)
+    return authz_field(target, n.name);
   if (target.kind != Kind::kMap) return no_overload();
   auto v = map_field(target, n.name);
   if (n.kind == NodeKind::kHas) return make_bool(v.has_value());
@@ -282,8 +295,9 @@ Value index(const Node& n, Ctx& ctx) {
       Value v = index_list(*inner, key);
       if (!v.is_error()) return make_optional_value(std::move(v));
       // Out of range is absence; an index of the wrong type stays an error.
-      return v.str().find("out of range") != std::string_view::npos ? make_optional_value(std::nullopt)
-                                                                      : v;
+      return v.str().find("out of range") != std::string_view::npos
+                 ? make_optional_value(std::nullopt)
+                 : v;
     }
     if (inner->kind != Kind::kMap) return no_overload();
     return make_optional_value(map_get(*inner, key));

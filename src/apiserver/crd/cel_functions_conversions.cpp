@@ -78,6 +78,8 @@ Value to_int(const Value& v) {
       return v;
     case Kind::kDuration:  // cel-go: the nanoseconds
       return make_int(v.i);
+    case Kind::kTimestamp:  // cel-go: the Unix seconds
+      return make_int(v.i);
     case Kind::kUint:
       return v.u > static_cast<uint64_t>(INT64_MAX) ? int_overflow()
                                                     : make_int(static_cast<int64_t>(v.u));
@@ -153,6 +155,8 @@ Value to_string(const Value& v) {
       return make_string(net_text(v));
     case Kind::kDuration:
       return make_string(duration_text(v.i));
+    case Kind::kTimestamp:
+      return make_string(timestamp_text(v));
     default:
       return no_overload();
   }

@@ -1,7 +1,7 @@
 // CEL durations (google.protobuf.Duration): duration("1h30m") parsed as Go's time.ParseDuration
 // parses it, compared, added and subtracted (cel_operators.cpp), getHours/getMinutes/
 // getSeconds/getMilliseconds, int() in nanoseconds and string() in seconds ("5400s"), as
-// cel-go has them. Gateway API's timeout rules use them.
+// cel-go has them. Gateway API's timeout rules use them. Timestamps: cel_functions_time.cpp.
 #include <cstdint>
 #include <optional>
 #include <string>

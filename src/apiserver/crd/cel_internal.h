@@ -100,13 +100,15 @@ enum class Kind : uint8_t {
   kList,
   kMap,
   kType,
-  kOptional,  // items holds the value, or nothing (optional.none())
-  kQuantity,  // d holds its value, owned its text
-  kIp,        // owned holds the 4 or 16 address bytes
-  kCidr,      // owned holds the address bytes, u the prefix length
-  kUrl,       // owned holds the URL's text
-  kDuration,  // i holds nanoseconds
-  kObject,    // an authorizer library value (Authorizer, PathCheck, GroupCheck, ResourceCheck, Decision)
+  kOptional,   // items holds the value, or nothing (optional.none())
+  kQuantity,   // d holds its value, owned its text
+  kIp,         // owned holds the 4 or 16 address bytes
+  kCidr,       // owned holds the address bytes, u the prefix length
+  kUrl,        // owned holds the URL's text
+  kDuration,   // i holds nanoseconds
+  kTimestamp,  // i holds Unix seconds (UTC), u the nanoseconds within that second
+  kObject,     // an authorizer library value (Authorizer, PathCheck, GroupCheck, ResourceCheck,
+               // Decision)
   kError
 };
 
@@ -141,7 +143,7 @@ struct Value {
   const json* node = nullptr;
   const json* schema = nullptr;
   std::shared_ptr<const AuthzObject> object;  // kObject
-  bool resource_root = false;  // metadata shows only name and generateName
+  bool resource_root = false;                 // metadata shows only name and generateName
 
   std::string_view str() const {
     if (borrowed != nullptr) return *borrowed;
@@ -309,6 +311,12 @@ Value url_function(Fn fn, const std::vector<Value>& a);
 // Durations (cel_functions_duration.cpp): duration(), its accessors and its string form.
 Value duration_function(Fn fn, const std::vector<Value>& a);
 std::string duration_text(int64_t ns);
+// Timestamps (cel_functions_time.cpp): timestamp(), its accessors (getHours and the other
+// accessors durations share come here for a timestamp) and its string form. make_timestamp
+// normalizes the nanoseconds and checks the range (an error value "timestamp overflow").
+Value timestamp_function(Fn fn, const std::vector<Value>& a);
+Value make_timestamp(int64_t seconds, int64_t nanos);
+std::string timestamp_text(const Value& t);
 // kube's authorizer library (cel_functions_authz.cpp): the `authorizer` variable, its
 // requestResource, and the builder and accessor methods.
 Value authorizer_value(const Ctx& ctx);

@@ -197,6 +197,8 @@ bool values_equal_shallow(const Value& a, const Value& b) {
       return a.str() == b.str() && a.u == b.u;
     case Kind::kDuration:
       return a.i == b.i;
+    case Kind::kTimestamp:
+      return a.i == b.i && a.u == b.u;
     default:
       return false;
   }
@@ -225,7 +227,8 @@ Eq deep_equal(const Value& a, const Value& b, Ctx& ctx, int depth) {
   if (a.kind == Kind::kMap && b.kind == Kind::kMap) return maps_equal(a, b, ctx, depth);
   if (a.kind == Kind::kOptional && b.kind == Kind::kOptional) {
     if (has_value(a) != has_value(b)) return Eq::kFalse;
-    return has_value(a) ? deep_equal(a.items->front(), b.items->front(), ctx, depth + 1) : Eq::kTrue;
+    return has_value(a) ? deep_equal(a.items->front(), b.items->front(), ctx, depth + 1)
+                        : Eq::kTrue;
   }
   return values_equal_shallow(a, b) ? Eq::kTrue : Eq::kFalse;
 }
@@ -256,6 +259,9 @@ std::optional<Value> compare(const Value& a, const Value& b, int* out) {
     }
     case Kind::kDuration:
       *out = a.i < b.i ? -1 : (a.i > b.i ? 1 : 0);
+      return std::nullopt;
+    case Kind::kTimestamp:
+      *out = a.i != b.i ? (a.i < b.i ? -1 : 1) : (a.u < b.u ? -1 : (a.u > b.u ? 1 : 0));
       return std::nullopt;
     default:
       return no_overload();
@@ -289,7 +295,21 @@ Value uint_overflow() {
   return make_error("unsigned integer overflow");
 }
 
+// A timestamp moved by a duration (nanoseconds, added or taken away).
+Value shift_timestamp(const Value& t, int64_t ns, bool subtract) {
+  int64_t seconds = ns / 1000000000, nanos = ns % 1000000000;
+  if (subtract) {
+    seconds = -seconds;
+    nanos = -nanos;
+  }
+  return make_timestamp(t.i + seconds, static_cast<int64_t>(t.u) + nanos);
+}
+
 Value add(const Value& a, const Value& b, Ctx& ctx) {
+  if (a.kind == Kind::kTimestamp && b.kind == Kind::kDuration)
+    return shift_timestamp(a, b.i, false);
+  if (a.kind == Kind::kDuration && b.kind == Kind::kTimestamp)
+    return shift_timestamp(b, a.i, false);
   if (a.kind != b.kind) return no_overload();
   switch (a.kind) {
     case Kind::kInt:
@@ -320,6 +340,19 @@ Value add(const Value& a, const Value& b, Ctx& ctx) {
 
 Value arithmetic(Fn fn, const Value& a, const Value& b, Ctx& ctx) {
   if (fn == Fn::kAdd) return add(a, b, ctx);
+  if (fn == Fn::kSub && a.kind == Kind::kTimestamp && b.kind == Kind::kDuration)
+    return shift_timestamp(a, b.i, true);
+  if (fn == Fn::kSub && a.kind == Kind::kTimestamp && b.kind == Kind::kTimestamp) {
+    // The difference in nanoseconds, when a duration holds it (about 292 years either way).
+    const long double ns = (static_cast<long double>(a.i) - b.i) * 1e9L +
+                           (static_cast<long double>(a.u) - static_cast<long double>(b.u));
+    if (ns > 9223372036854775807.0L || ns < -9223372036854775808.0L)
+      return make_error("duration overflow");
+    Value d;
+    d.kind = Kind::kDuration;
+    d.i = (a.i - b.i) * 1000000000 + (static_cast<int64_t>(a.u) - static_cast<int64_t>(b.u));
+    return d;
+  }
   if (a.kind != b.kind) return no_overload();
   switch (a.kind) {
     case Kind::kInt:

@@ -153,6 +153,8 @@ std::string_view type_name(Kind kind) {
       return "kubernetes.URL";
     case Kind::kDuration:
       return "google.protobuf.Duration";
+    case Kind::kTimestamp:
+      return "google.protobuf.Timestamp";
     case Kind::kObject:
       return "object";
     case Kind::kError:
@@ -329,6 +331,8 @@ json to_json(const Value& v, int depth) {
       return net_text(v);
     case Kind::kDuration:
       return duration_text(v.i);
+    case Kind::kTimestamp:
+      return timestamp_text(v);
     case Kind::kOptional:  // the value, or null for optional.none()
       return has_value(v) ? to_json(v.items->front(), depth + 1) : json(nullptr);
     case Kind::kObject:  // cel-go: an authorizer value has no native form

@@ -175,8 +175,7 @@ TEST_CASE("CEL optional values: .?, [?], optional.*, orValue, or, hasValue, valu
   CHECK(value_of("optional.of('a').or(optional.of('b')).value()") == "a");
   CHECK(value_of("optional.ofNonZeroValue(self.spec.empty).hasValue()", self) == false);
   CHECK(value_of("optional.ofNonZeroValue([0]).hasValue()") == true);
-  CHECK(value_of("optional.of(1) == optional.of(1) && optional.none() == optional.none()") ==
-        true);
+  CHECK(value_of("optional.of(1) == optional.of(1) && optional.none() == optional.none()") == true);
   CHECK(value_of("optional.of(1) != optional.of(2)") == true);
   // Optional list elements and map entries are there only with a value.
   CHECK(value_of("[1, ?optional.none(), ?optional.of(3)]") == json({1, 3}));
@@ -226,7 +225,10 @@ TEST_CASE("CEL quantities compare, add and convert as kube's library does", "[ap
 
 TEST_CASE("CEL format and strings.quote write values as cel-go's strings extension does",
           "[apiserver][crd]") {
-  json self = {{"name", "web"}, {"replicas", 3}, {"ratio", 0.25}, {"tags", {"a", "b"}},
+  json self = {{"name", "web"},
+               {"replicas", 3},
+               {"ratio", 0.25},
+               {"tags", {"a", "b"}},
                {"labels", {{"b", "2"}, {"a", "1"}}}};
   CHECK(value_of("'%s has %d replicas'.format([self.name, self.replicas])", self) ==
         "web has 3 replicas");
@@ -256,7 +258,8 @@ TEST_CASE("CEL IP and CIDR values parse and test as kube's libraries do", "[apis
   CHECK(value_of("ip('0.0.0.0').isUnspecified() && ip('::').isUnspecified()") == true);
   CHECK(value_of("ip('169.254.1.1').isLinkLocalUnicast() && ip('fe80::1').isLinkLocalUnicast()") ==
         true);
-  CHECK(value_of("ip('224.0.0.251').isLinkLocalMulticast() && ip('ff02::fb').isLinkLocalMulticast()") ==
+  CHECK(value_of(
+            "ip('224.0.0.251').isLinkLocalMulticast() && ip('ff02::fb').isLinkLocalMulticast()") ==
         true);
   CHECK(value_of("ip('10.1.2.3').isGlobalUnicast() && !ip('255.255.255.255').isGlobalUnicast()") ==
         true);
@@ -292,8 +295,7 @@ TEST_CASE("CEL URLs parse and split as kube's library does", "[apiserver][crd]")
   CHECK(value_of(u + ".getHostname()") == "example.com");
   CHECK(value_of(u + ".getPort()") == "8443");
   CHECK(value_of(u + ".getEscapedPath()") == "/a%20b/c");
-  CHECK(value_of(u + ".getQuery()") ==
-        json({{"x", {"1", "3"}}, {"y", {"two words"}}}));
+  CHECK(value_of(u + ".getQuery()") == json({{"x", {"1", "3"}}, {"y", {"two words"}}}));
   CHECK(value_of("url('http://[::1]:80/').getHostname()") == "::1");
   CHECK(value_of("url('http://[::1]/').getPort()") == "");
   CHECK(value_of("url('/just/a/path').getHost()") == "");
@@ -314,8 +316,9 @@ TEST_CASE("CEL durations parse, compare and convert as cel-go's do", "[apiserver
   CHECK(value_of("string(duration('1.5s') + duration('1ns'))") == "1.500000001s");
   CHECK(value_of("string(duration('1m') - duration('90s'))") == "-30s");
   CHECK(value_of("int(duration('2us'))") == 2000);
-  CHECK(value_of("duration('2h45m').getHours() == 2 && duration('2h45m').getMinutes() == 165 && "
-                 "duration('1.5s').getSeconds() == 1 && duration('1.5s').getMilliseconds() == 1500") ==
+  CHECK(value_of(
+            "duration('2h45m').getHours() == 2 && duration('2h45m').getMinutes() == 165 && "
+            "duration('1.5s').getSeconds() == 1 && duration('1.5s').getMilliseconds() == 1500") ==
         true);
   CHECK(value_of("type(duration('1s')) == type(duration('2s'))") == true);
   CHECK(value_of("duration('1s')") == "1s");
@@ -330,6 +333,65 @@ TEST_CASE("CEL durations parse, compare and convert as cel-go's do", "[apiserver
       "duration('0s') && duration(self.backendRequest) > duration(self.request))";
   CHECK(value_of(rule, {{"request", "10s"}, {"backendRequest", "2s"}}) == true);
   CHECK(value_of(rule, {{"request", "1s"}, {"backendRequest", "2s"}}) == false);
+}
+
+TEST_CASE("CEL timestamps parse, move, compare and read as cel-go's do", "[apiserver][crd]") {
+  const std::string t = "timestamp('2023-06-01T10:30:45.5Z')";
+  CHECK(value_of(t + ".getFullYear()") == 2023);
+  CHECK(value_of(t + ".getMonth()") == 5);  // 0-based
+  CHECK(value_of(t + ".getDate()") == 1);   // 1-based
+  CHECK(value_of(t + ".getDayOfMonth()") == 0);
+  CHECK(value_of(t + ".getDayOfWeek()") == 4);  // a Thursday; Sunday is 0
+  CHECK(value_of(t + ".getDayOfYear()") == 151);
+  CHECK(value_of(t + ".getHours()") == 10);
+  CHECK(value_of(t + ".getMinutes()") == 30);
+  CHECK(value_of(t + ".getSeconds()") == 45);
+  CHECK(value_of(t + ".getMilliseconds()") == 500);
+  // In a time zone given as an offset: +05:30 is 16:00, -11:00 the day before.
+  CHECK(value_of(t + ".getHours('+05:30')") == 16);
+  CHECK(value_of(t + ".getMinutes('+05:30')") == 0);
+  CHECK(value_of(t + ".getDate('-11:00')") == 31);
+  CHECK(value_of(t + ".getMonth('-11:00')") == 4);
+  CHECK(value_of(t + ".getDayOfWeek('-11:00')") == 3);
+  CHECK(value_of(t + ".getHours('UTC')") == 10);
+  CHECK(error_of(t + ".getHours('Europe/Paris')") ==
+        "time zone Europe/Paris is not supported by vkube: use \"UTC\" or an offset such as "
+        "\"-08:00\"");
+  // Offsets are folded into UTC; string() is RFC 3339 with the nanoseconds that are there.
+  CHECK(value_of("string(timestamp('2023-06-01T12:00:00+02:00'))") == "2023-06-01T10:00:00Z");
+  CHECK(value_of("timestamp('2023-06-01T12:00:00+02:00')") == "2023-06-01T10:00:00Z");
+  CHECK(value_of("string(timestamp('2023-01-01T00:00:00Z') - duration('1ns'))") ==
+        "2022-12-31T23:59:59.999999999Z");
+  CHECK(value_of("int(timestamp('1970-01-01T00:01:00Z'))") == 60);
+  CHECK(value_of("timestamp(60) == timestamp('1970-01-01T00:01:00Z')") == true);
+  CHECK(value_of("int(timestamp('1969-12-31T23:59:59Z'))") == -1);
+  CHECK(value_of("timestamp('1969-12-31T23:59:59Z').getFullYear()") == 1969);
+  CHECK(value_of("timestamp('1969-12-31T23:59:59Z').getSeconds()") == 59);
+  CHECK(value_of("timestamp('2023-01-01T00:00:00Z') + duration('36h') == "
+                 "timestamp('2023-01-02T12:00:00Z')") == true);
+  CHECK(value_of("duration('1h') + timestamp('2023-01-01T00:00:00Z') == "
+                 "timestamp('2023-01-01T01:00:00Z')") == true);
+  CHECK(value_of("timestamp('2023-01-02T00:00:00Z') - timestamp('2023-01-01T00:00:00Z') == "
+                 "duration('24h')") == true);
+  CHECK(value_of("timestamp('2023-01-01T00:00:00.1Z') > timestamp('2023-01-01T00:00:00Z')") ==
+        true);
+  CHECK(value_of("type(timestamp(1)) == type(timestamp(2)) && type(timestamp(1)) != "
+                 "type(duration('1s'))") == true);
+  CHECK(value_of("timestamp('2024-02-29T00:00:00Z').getDayOfYear()") == 59);
+  for (const char* bad : {"2023-02-29T00:00:00Z", "2023-13-01T00:00:00Z", "2023-06-01 10:00:00Z",
+                          "2023-06-01T10:00:00", "2023-06-01T24:00:00Z", "2023-06-01T10:00:00.Z",
+                          "2023-06-01T10:00:00+0200"})
+    CHECK(error_of("timestamp('" + std::string(bad) + "')") ==
+          "type conversion error from 'string' to 'google.protobuf.Timestamp'");
+  CHECK(error_of("timestamp('9999-12-31T23:59:59Z') + duration('1s')") == "timestamp overflow");
+  CHECK(error_of("timestamp(253402300800)") == "timestamp overflow");
+  CHECK(error_of("timestamp(1) + 1") == "no such overload");
+  // A certificate-style rule: the end comes after the start.
+  const std::string rule = "timestamp(self.notAfter) > timestamp(self.notBefore)";
+  CHECK(value_of(rule, {{"notBefore", "2026-01-01T00:00:00Z"},
+                        {"notAfter", "2026-12-31T00:00:00Z"}}) == true);
+  CHECK(value_of(rule, {{"notBefore", "2026-01-01T00:00:00Z"},
+                        {"notAfter", "2026-01-01T01:00:00+02:00"}}) == false);
 }
 
 TEST_CASE("CEL logical operators absorb errors the other side decides", "[apiserver][crd]") {
@@ -358,8 +420,8 @@ TEST_CASE("CEL compile errors are worded and located as cel-go reports them", "[
         std::string::npos);
   CHECK(compile_error("self.a # 1").find("Syntax error: token recognition error at: '#'") !=
         std::string::npos);
-  CHECK(compile_error("isSemver(self.v)")
-            .find("function 'isSemver' is not supported by vkube") != std::string::npos);
+  CHECK(compile_error("isSemver(self.v)").find("function 'isSemver' is not supported by vkube") !=
+        std::string::npos);
   CHECK(compile_error("self.x.frobnicate()").find("undeclared reference to 'frobnicate'") !=
         std::string::npos);
   CHECK(compile_error("has(self)").find("invalid argument to has() macro") != std::string::npos);
@@ -615,19 +677,95 @@ TEST_CASE("Evaluation is bounded on hostile input", "[apiserver][crd]") {
 TEST_CASE("Random token soup never crashes the compiler, the evaluator or the checker",
           "[apiserver][crd]") {
   // Deterministic: the same 100000 expressions each run, built from the syntax CRD rules and
-  // admission expressions use (optionals, quantities and the authorizer included).
-  static const char* kTokens[] = {
-      "self", "object", "params", "authorizer", ".", ".?", "[", "[?", "]", "(", ")", "{", "{?",
-      "}", ",", ":", "?", "!", "-", "+", "*", "/", "%", "==", "!=", "<", ">=", "&&", "||", " in ",
-      "1", "0u", "2.5", "'a'", "b'x'", "true", "null", "a", "spec", "metadata", "labels",
-      "size()", "all(x, x", "exists(", "map(", "filter(", "x", "has(", "optional.of(",
-      "optional.none()", ".orValue(", ".value()", ".hasValue()", "quantity('1Gi')", ".add(",
-      ".compareTo(", "isQuantity(", ".group('')", ".resource('pods')", ".check('get')",
-      ".allowed()", ".requestResource", ".serviceAccount('n', 's')", "type(", "dyn(", "int(",
-      "string(", ".matches('^a+$')", ".split(','", ".join()", "sets.contains(", "[1, 2]",
-      "{'k': 1}", "ip('10.0.0.1')", "cidr('10.0.0.0/8')", ".containsIP(", ".family()",
-      "'%s'.format(", "isIP(", "url('https://a:1/p?q=1')", ".getQuery()", ".getPort()",
-      "duration('1h')", ".getMinutes()"};
+  // admission expressions use (optionals, quantities, timestamps and the authorizer included).
+  static const char* kTokens[] = {"self",
+                                  "object",
+                                  "params",
+                                  "authorizer",
+                                  ".",
+                                  ".?",
+                                  "[",
+                                  "[?",
+                                  "]",
+                                  "(",
+                                  ")",
+                                  "{",
+                                  "{?",
+                                  "}",
+                                  ",",
+                                  ":",
+                                  "?",
+                                  "!",
+                                  "-",
+                                  "+",
+                                  "*",
+                                  "/",
+                                  "%",
+                                  "==",
+                                  "!=",
+                                  "<",
+                                  ">=",
+                                  "&&",
+                                  "||",
+                                  " in ",
+                                  "1",
+                                  "0u",
+                                  "2.5",
+                                  "'a'",
+                                  "b'x'",
+                                  "true",
+                                  "null",
+                                  "a",
+                                  "spec",
+                                  "metadata",
+                                  "labels",
+                                  "size()",
+                                  "all(x, x",
+                                  "exists(",
+                                  "map(",
+                                  "filter(",
+                                  "x",
+                                  "has(",
+                                  "optional.of(",
+                                  "optional.none()",
+                                  ".orValue(",
+                                  ".value()",
+                                  ".hasValue()",
+                                  "quantity('1Gi')",
+                                  ".add(",
+                                  ".compareTo(",
+                                  "isQuantity(",
+                                  ".group('')",
+                                  ".resource('pods')",
+                                  ".check('get')",
+                                  ".allowed()",
+                                  ".requestResource",
+                                  ".serviceAccount('n', 's')",
+                                  "type(",
+                                  "dyn(",
+                                  "int(",
+                                  "string(",
+                                  ".matches('^a+$')",
+                                  ".split(','",
+                                  ".join()",
+                                  "sets.contains(",
+                                  "[1, 2]",
+                                  "{'k': 1}",
+                                  "ip('10.0.0.1')",
+                                  "cidr('10.0.0.0/8')",
+                                  ".containsIP(",
+                                  ".family()",
+                                  "'%s'.format(",
+                                  "isIP(",
+                                  "url('https://a:1/p?q=1')",
+                                  ".getQuery()",
+                                  ".getPort()",
+                                  "duration('1h')",
+                                  ".getMinutes()",
+                                  "timestamp('2023-06-01T10:00:00Z')",
+                                  "timestamp(",
+                                  ".getFullYear(",
+                                  ".getDayOfWeek('-08:00')"};
   const std::size_t n = sizeof kTokens / sizeof kTokens[0];
   uint64_t seed = 0x9e3779b97f4a7c15ull;
   auto next = [&] {
@@ -640,10 +778,11 @@ TEST_CASE("Random token soup never crashes the compiler, the evaluator or the ch
                {"metadata", {{"name", "n"}}}};
   json schema = {{"type", "object"},
                  {"properties",
-                  {{"spec", {{"type", "object"},
-                             {"properties", {{"a", {{"type", "integer"}}},
-                                             {"list", {{"type", "array"},
-                                                       {"items", {{"type", "integer"}}}}}}}}}}}};
+                  {{"spec",
+                    {{"type", "object"},
+                     {"properties",
+                      {{"a", {{"type", "integer"}}},
+                       {"list", {{"type", "array"}, {"items", {{"type", "integer"}}}}}}}}}}}};
   crd::cel::Authorizer authz;
   authz.user = "u";
   authz.authorize = [](const AuthzAttributes&) { return AuthzDecision{true, "ok", ""}; };
