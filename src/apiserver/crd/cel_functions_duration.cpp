@@ -10,7 +10,6 @@
 #include "cel_internal.h"
 
 namespace vkube::apiserver::crd::cel::detail {
-namespace {
 
 // time.ParseDuration: [-+]? then one or more decimal numbers, each with a unit; "0" alone.
 std::optional<int64_t> parse_duration(std::string_view s) {
@@ -61,8 +60,6 @@ std::optional<int64_t> parse_duration(std::string_view s) {
   const auto ns = static_cast<int64_t>(total);
   return negative ? -ns : ns;
 }
-
-}  // namespace
 
 // strconv.FormatFloat(seconds, 'f', -1, 64) + "s": exact, from the nanoseconds.
 std::string duration_text(int64_t ns) {

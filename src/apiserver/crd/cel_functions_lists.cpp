@@ -116,7 +116,6 @@ Value list_library(Fn fn, const std::vector<Value>& a, Ctx& ctx) {
   }
 }
 
-
 namespace {
 
 // cel-go's zero values: what optional.ofNonZeroValue() leaves out.

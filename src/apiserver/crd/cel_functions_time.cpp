@@ -136,6 +136,29 @@ Value make_timestamp(int64_t seconds, int64_t nanos) {
   return timestamp_value(seconds, nanos);
 }
 
+std::optional<Value> formatted_string(std::string_view format, std::string_view text) {
+  if (format == "date-time") {
+    auto parsed = parse_rfc3339(text);
+    if (!parsed) return make_error("Invalid date-time formatted string " + std::string(text));
+    return timestamp_value(parsed->first, parsed->second);
+  }
+  if (format == "date") {  // midnight UTC of a full-date (YYYY-MM-DD)
+    auto parsed =
+        text.size() == 10 ? parse_rfc3339(std::string(text) + "T00:00:00Z") : std::nullopt;
+    if (!parsed) return make_error("Invalid date formatted string " + std::string(text));
+    return timestamp_value(parsed->first, 0);
+  }
+  if (format == "duration") {
+    auto ns = parse_duration(text);
+    if (!ns) return make_error("Invalid duration " + std::string(text));
+    Value v;
+    v.kind = Kind::kDuration;
+    v.i = *ns;
+    return v;
+  }
+  return std::nullopt;
+}
+
 // Go's t.UTC().Format(time.RFC3339Nano): the fraction without trailing zeros, then Z.
 std::string timestamp_text(const Value& t) {
   const int64_t days = floor_div(t.i, 86400);

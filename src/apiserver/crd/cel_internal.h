@@ -311,12 +311,18 @@ Value url_function(Fn fn, const std::vector<Value>& a);
 // Durations (cel_functions_duration.cpp): duration(), its accessors and its string form.
 Value duration_function(Fn fn, const std::vector<Value>& a);
 std::string duration_text(int64_t ns);
+// Go's time.ParseDuration: nanoseconds, or nothing when `s` is not a duration.
+std::optional<int64_t> parse_duration(std::string_view s);
 // Timestamps (cel_functions_time.cpp): timestamp(), its accessors (getHours and the other
 // accessors durations share come here for a timestamp) and its string form. make_timestamp
 // normalizes the nanoseconds and checks the range (an error value "timestamp overflow").
 Value timestamp_function(Fn fn, const std::vector<Value>& a);
 Value make_timestamp(int64_t seconds, int64_t nanos);
 std::string timestamp_text(const Value& t);
+// A string a schema gives a `format` CEL types, as kube's CEL types it: date-time and date are
+// timestamps, duration a duration (an error value when the text is not one); nothing for the
+// other formats.
+std::optional<Value> formatted_string(std::string_view format, std::string_view text);
 // kube's authorizer library (cel_functions_authz.cpp): the `authorizer` variable, its
 // requestResource, and the builder and accessor methods.
 Value authorizer_value(const Ctx& ctx);

@@ -258,7 +258,7 @@ class Parser {
   }
 
   NodePtr selection(NodePtr base) {
-    const int dot = advance().offset;  // cel-go locates a selection at its '.'
+    const int dot = advance().offset;              // cel-go locates a selection at its '.'
     const bool optional = accept(Tok::kQuestion);  // x.?field
     if (peek().kind != Tok::kIdent) return mismatched(peek(), "IDENTIFIER");
     const Token& id = advance();

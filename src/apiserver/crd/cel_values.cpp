@@ -178,6 +178,11 @@ Value from_json(const json& j, const json* schema) {
     case json::value_t::number_float:
       return number_from_json(j, schema);
     case json::value_t::string:
+      if (schema != nullptr) {
+        const std::string_view format = string_field(schema, "format");
+        if (!format.empty())
+          if (auto typed = formatted_string(format, j.get_ref<const std::string&>())) return *typed;
+      }
       v.kind = Kind::kString;
       v.borrowed = &j.get_ref<const std::string&>();
       return v;

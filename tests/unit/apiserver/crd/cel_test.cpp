@@ -459,6 +459,33 @@ TEST_CASE("CEL values are typed by the structural schema", "[apiserver][crd]") {
   CHECK(typed("self.weight / 4.0") == 0.5);
   CHECK(typed("self.count == self.weight") == true);
 
+  // Strings of format date-time and date are timestamps, of format duration durations, as kube
+  // types them: a rule may subtract and compare them as they are.
+  json times = object_schema({{"start", {{"type", "string"}, {"format", "date-time"}}},
+                              {"end", {{"type", "string"}, {"format", "date-time"}}},
+                              {"day", {{"type", "string"}, {"format", "date"}}},
+                              {"ttl", {{"type", "string"}, {"format", "duration"}}}});
+  json when = {{"start", "2026-12-07T22:00:00Z"},
+               {"end", "2026-12-08T01:00:00+01:00"},
+               {"day", "2026-12-07"},
+               {"ttl", "3h"}};
+  auto timed = [&](const std::string& expr) {
+    EvalResult r = eval(expr, when, nullptr, &times);
+    INFO(expr << " -> " << r.error);
+    REQUIRE(r.ok);
+    return r.value;
+  };
+  CHECK(timed("type(self.start) == type(timestamp(0)) && type(self.ttl) == type(duration('1s'))") ==
+        true);
+  CHECK(timed("self.end - self.start") == "7200s");
+  CHECK(timed("self.end - self.start <= self.ttl && self.end > self.start") == true);
+  CHECK(timed("timestamp(self.start) == self.start && self.day.getDayOfWeek() == 1") == true);
+  CHECK(timed("self.end") == "2026-12-08T00:00:00Z");
+  json bad_day = {{"day", "7 Dec"}};
+  EvalResult bad = eval("self.day.getDate() == 7", bad_day, nullptr, &times);
+  CHECK_FALSE(bad.ok);
+  CHECK(bad.error == "Invalid date formatted string 7 Dec");
+
   json sets = {
       {"type", "array"}, {"x-kubernetes-list-type", "set"}, {"items", {{"type", "string"}}}};
   json a = {"x", "y"};
