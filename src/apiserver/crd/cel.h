@@ -200,7 +200,19 @@ enum class Fn : uint8_t {
   kGetDayOfYear,
 };
 
-enum class Macro : uint8_t { kNone, kAll, kExists, kExistsOne, kMap, kFilter };
+// kTransform*: kube 1.32's two-variable comprehensions (cel-go's ext.TwoVarComprehensions), as
+// are all/exists/existsOne with two variables.
+enum class Macro : uint8_t {
+  kNone,
+  kAll,
+  kExists,
+  kExistsOne,
+  kMap,
+  kFilter,
+  kTransformList,
+  kTransformMap,
+  kTransformMapEntry
+};
 
 inline constexpr int kSlotSelf = -1;
 inline constexpr int kSlotOldSelf = -2;
@@ -212,7 +224,10 @@ struct Node {
   int depth = 1;   // height of this subtree
   Literal lit;
   std::string name;  // identifier, field, function or comprehension variable
-  int slot = 0;      // kIdent: kSlotSelf, kSlotOldSelf or the comprehension variable's slot
+  // kComprehension with two variables: the second (the element or value; `name` is the index
+  // or key), in the slot after `slot`.
+  std::string name2;
+  int slot = 0;  // kIdent: kSlotSelf, kSlotOldSelf or the comprehension variable's slot
   Fn fn = Fn::kNone;
   bool receiver = false;  // kCall: args[0] is the receiver of a member call
   bool optional = false;  // kSelect `.?name`, kIndex `[?key]`: an optional of what is there

@@ -180,14 +180,20 @@ class Checker {
   T comprehension(const Node& n) {
     T range = check(*n.args[0]);
     T var = range.prim == "map" ? T{nullptr, "string", false} : element(range);
-    if (range.optional) var = {};
+    // Two variables: the index (a list's) or key, then the element or value.
+    T second = element(range);
+    if (!n.name2.empty() && range.prim == "list") var = {nullptr, "int", false};
+    if (range.optional) var = second = {};
     auto slot = static_cast<std::size_t>(n.slot);
-    if (vars_.size() <= slot) vars_.resize(slot + 1);
+    if (vars_.size() <= slot + 1) vars_.resize(slot + 2);
     vars_[slot] = var;
+    vars_[slot + 1] = n.name2.empty() ? T{} : second;
     for (std::size_t i = 1; i < n.args.size(); ++i) check(*n.args[i]);
-    vars_[slot] = {};
+    vars_[slot] = vars_[slot + 1] = {};
     if (n.macro == Macro::kFilter) return range;
-    if (n.macro == Macro::kMap) return {nullptr, "list", false};
+    if (n.macro == Macro::kMap || n.macro == Macro::kTransformList) return {nullptr, "list", false};
+    if (n.macro == Macro::kTransformMap || n.macro == Macro::kTransformMapEntry)
+      return {nullptr, "map", false};
     return {nullptr, "bool", false};
   }
 

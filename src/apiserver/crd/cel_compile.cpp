@@ -145,8 +145,8 @@ constexpr FnSpec kFunctions[] = {
 // or Invalid for the CRD), not "undeclared reference".
 constexpr std::string_view kUnsupportedFunctions =
     " semver isSemver"
-    " reverse optMap optFlatMap major minor patch transformList transformMap"
-    " transformMapEntry sortBy sort distinct flatten slice first last lists.range"
+    " reverse optMap optFlatMap major minor patch sortBy sort distinct flatten slice first last "
+    "lists.range"
     " base64.encode base64.decode math.greatest math.least math.ceil math.floor math.round"
     " math.trunc math.abs math.sign math.isNaN math.isInf math.isFinite math.bitAnd math.bitOr"
     " math.bitXor math.bitNot math.bitShiftLeft math.bitShiftRight ";
@@ -323,12 +323,16 @@ class Resolver {
   bool resolve_comprehension(Node& n) {
     if (!resolve(*n.args[0])) return false;
     if (is_reserved(n.name)) return fail(n.offset, "reserved identifier: " + n.name);
+    if (!n.name2.empty() && is_reserved(n.name2))
+      return fail(n.offset, "reserved identifier: " + n.name2);
     scope_.push_back(n.name);
     n.slot = static_cast<int>(scope_.size()) - 1;
+    if (!n.name2.empty()) scope_.push_back(n.name2);
     for (std::size_t i = 1; i < n.args.size(); ++i) {
       if (!resolve(*n.args[i])) return false;
     }
     scope_.pop_back();
+    if (!n.name2.empty()) scope_.pop_back();
     return true;
   }
 
@@ -393,7 +397,10 @@ std::string static_type(const Node& n) {
     case NodeKind::kCall:
       return call_type(n);
     case NodeKind::kComprehension:
-      return n.macro == Macro::kMap || n.macro == Macro::kFilter ? "list" : "bool";
+      if (n.macro == Macro::kTransformMap || n.macro == Macro::kTransformMapEntry) return "map";
+      return n.macro == Macro::kMap || n.macro == Macro::kFilter || n.macro == Macro::kTransformList
+                 ? "list"
+                 : "bool";
     case NodeKind::kCond: {
       std::string a = static_type(*n.args[1]);
       return a == static_type(*n.args[2]) ? a : "";

@@ -415,6 +415,69 @@ bool comprehension_range(const Value& range, ValueList* keys, std::size_t* count
   return false;
 }
 
+// all, exists and existsOne with (index, element) or (key, value), and transformList,
+// transformMap and transformMapEntry, with an optional filter before the transform.
+Value two_variable_comprehension(const Node& n, const Value& range, const ValueList& keys,
+                                 std::size_t count, Ctx& ctx) {
+  const auto slot = static_cast<std::size_t>(n.slot);
+  const bool quantifier = n.macro == Macro::kAll || n.macro == Macro::kExists;
+  const bool decisive = n.macro == Macro::kExists;
+  const bool filtered = n.macro >= Macro::kTransformList && n.args.size() == 3;
+  Value deferred;
+  int64_t matches = 0;
+  ValueList list;
+  ValueMap map;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (!ctx.charge(1)) return make_error(kCostExceeded);
+    if (range.kind == Kind::kList) {
+      ctx.vars[slot] = make_int(static_cast<int64_t>(i));
+      ctx.vars[slot + 1] = list_at(range, i);
+    } else {
+      ctx.vars[slot] = keys[i];
+      auto v = map_get(range, keys[i]);
+      ctx.vars[slot + 1] = v ? *v : Value();
+    }
+    Value p = eval(*n.args[1], ctx);
+    if (quantifier) {
+      if (p.kind == Kind::kBool && p.b == decisive) return p;
+      if (p.kind != Kind::kBool && !deferred.is_error())
+        deferred = p.is_error() ? p : no_overload();
+      continue;
+    }
+    if (p.is_error()) return p;
+    if (n.macro == Macro::kExistsOne) {
+      if (p.kind != Kind::kBool) return no_overload();
+      matches += p.b ? 1 : 0;
+      continue;
+    }
+    if (filtered) {
+      if (p.kind != Kind::kBool) return no_overload();
+      if (!p.b) continue;
+      p = eval(*n.args[2], ctx);
+      if (p.is_error()) return p;
+    }
+    if (n.macro == Macro::kTransformList) {
+      list.push_back(std::move(p));
+    } else if (n.macro == Macro::kTransformMap) {
+      map.emplace_back(ctx.vars[slot], std::move(p));
+    } else {  // transformMapEntry: the transform's entries, each key once
+      if (p.kind != Kind::kMap) return no_overload();
+      for (const Value& k : map_keys(p)) {
+        for (const auto& e : map)
+          if (values_equal_shallow(e.first, k))
+            return make_error("insert failed: key " + std::string(to_json(k, 0).dump()) +
+                              " already exists");
+        auto v = map_get(p, k);
+        map.emplace_back(k, v ? *v : Value());
+      }
+    }
+  }
+  if (quantifier) return deferred.is_error() ? deferred : make_bool(!decisive);
+  if (n.macro == Macro::kExistsOne) return make_bool(matches == 1);
+  if (n.macro == Macro::kTransformList) return make_list(std::move(list));
+  return make_map(std::move(map));
+}
+
 Value comprehension(const Node& n, Ctx& ctx) {
   Value range = eval(*n.args[0], ctx);
   if (range.is_error()) return range;
@@ -422,7 +485,8 @@ Value comprehension(const Node& n, Ctx& ctx) {
   std::size_t count = 0;
   if (!comprehension_range(range, &keys, &count)) return no_overload();
   auto slot = static_cast<std::size_t>(n.slot);
-  if (ctx.vars.size() <= slot) ctx.vars.resize(slot + 1);
+  if (ctx.vars.size() <= slot + 1) ctx.vars.resize(slot + 2);
+  if (!n.name2.empty()) return two_variable_comprehension(n, range, keys, count, ctx);
   bool quantifier = n.macro == Macro::kAll || n.macro == Macro::kExists;
   bool decisive = n.macro == Macro::kExists;  // the predicate value that ends the loop
   Value deferred;                             // an error a later decisive value may still absorb

@@ -386,7 +386,18 @@ class Parser {
   }
 
   static Macro macro_for(std::string_view name, std::size_t nargs) {
+    if (nargs == 3) {  // two variables
+      if (name == "all") return Macro::kAll;
+      if (name == "exists") return Macro::kExists;
+      if (name == "existsOne") return Macro::kExistsOne;
+    }
+    if (nargs == 3 || nargs == 4) {
+      if (name == "transformList") return Macro::kTransformList;
+      if (name == "transformMap") return Macro::kTransformMap;
+      if (name == "transformMapEntry") return Macro::kTransformMapEntry;
+    }
     if (nargs == 2) {
+      if (name == "existsOne") return Macro::kExistsOne;
       if (name == "all") return Macro::kAll;
       if (name == "exists") return Macro::kExists;
       if (name == "exists_one") return Macro::kExistsOne;
@@ -402,11 +413,20 @@ class Parser {
       if (args[0]->kind != NodeKind::kIdent) {
         return fail(args[0]->offset, "argument must be a simple name");
       }
+      const bool two = macro >= Macro::kTransformList ||
+                       (macro != Macro::kMap && macro != Macro::kFilter && args.size() == 3);
+      if (two && args[1]->kind != NodeKind::kIdent) {
+        return fail(args[1]->offset, "argument must be a simple name");
+      }
+      if (two && args[1]->name == args[0]->name) {
+        return fail(args[1]->offset, "duplicate variable name: " + args[1]->name);
+      }
       auto n = make_node(NodeKind::kComprehension, id.offset);
       n->macro = macro;
       n->name = args[0]->name;
+      if (two) n->name2 = args[1]->name;
       n->args.push_back(std::move(target));
-      for (std::size_t i = 1; i < args.size(); ++i) n->args.push_back(std::move(args[i]));
+      for (std::size_t i = two ? 2 : 1; i < args.size(); ++i) n->args.push_back(std::move(args[i]));
       return finish(std::move(n));
     }
     auto n = make_node(NodeKind::kCall, id.offset);

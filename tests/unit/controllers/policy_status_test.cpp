@@ -59,14 +59,16 @@ TEST_CASE("a policy's expressions are type-checked against the kinds it matches"
                       "object.metadata.?annotations.orValue({}).size() < 10"}},
                     {{"expression", "variables.spec.replicas > 0 && variables.spec.paused"}},
                     {{"expression", "variables.containers.all(c, c.imagePullPolicy != 'x')"}},
-                    {{"expression", "variables.spec.replica > 0"}}},
+                    {{"expression", "variables.spec.replica > 0"}},
+                    {{"expression",
+                      "object.spec.template.spec.containers.all(i, c, i < 10 && c.imagee != '')"}}},
                    {{"variables",
                      {{{"name", "spec"}, {"expression", "object.spec"}},
                       {{"name", "containers"},
                        {"expression", "variables.spec.template.spec.containers"}}}}}));
   json p = checked(cp, "replicas");
   const json& warnings = p["status"]["typeChecking"]["expressionWarnings"];
-  REQUIRE(warnings.size() == 3);
+  REQUIRE(warnings.size() == 4);
   INFO(warnings.dump(2));
   CHECK(warnings[0]["fieldRef"] == "spec.validations[0].expression");
   CHECK(warnings[0]["warning"] ==
@@ -85,11 +87,19 @@ TEST_CASE("a policy's expressions are type-checked against the kinds it matches"
         "apps/v1, Kind=Deployment: ERROR: <input>:1:15: undefined field 'replica'\n"
         " | variables.spec.replica > 0\n"
         " | ..............^\n");
+  // A two-variable comprehension over a list: the index, then the element.
+  CHECK(warnings[3]["fieldRef"] == "spec.validations[6].expression");
+  CHECK(warnings[3]["warning"] ==
+        "apps/v1, Kind=Deployment: ERROR: <input>:1:59: undefined field 'imagee'\n"
+        " | object.spec.template.spec.containers.all(i, c, i < 10 && c.imagee != '')\n"
+        " | ..........................................................^\n");
 
   // A fixed policy is checked again at its new generation, and its warnings go.
   json fixed = p;
   fixed["spec"]["validations"][0] = {{"expression", "object.spec.replicas > 1"}};
   fixed["spec"]["validations"][5] = {{"expression", "variables.spec.replicas > 0"}};
+  fixed["spec"]["validations"][6] = {
+      {"expression", "object.spec.template.spec.containers.all(i, c, i < 10 && c.image != '')"}};
   REQUIRE(cp.call("PUT", kPolicies + "/replicas", fixed).code == 200);
   p = checked(cp, "replicas");
   CHECK(p["metadata"]["generation"] == 2);
