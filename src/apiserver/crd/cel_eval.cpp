@@ -415,6 +415,14 @@ bool comprehension_range(const Value& range, ValueList* keys, std::size_t* count
   return false;
 }
 
+// One step of all or exists: true when `p` decides the result (it is then the result). An error
+// or a non-bool is kept in *deferred, for a later deciding value may still absorb it.
+bool quantifier_decides(const Value& p, bool decisive, Value* deferred) {
+  if (p.kind == Kind::kBool && p.b == decisive) return true;
+  if (p.kind != Kind::kBool && !deferred->is_error()) *deferred = p.is_error() ? p : no_overload();
+  return false;
+}
+
 // all, exists and existsOne with (index, element) or (key, value), and transformList,
 // transformMap and transformMapEntry, with an optional filter before the transform.
 Value two_variable_comprehension(const Node& n, const Value& range, const ValueList& keys,
@@ -439,9 +447,7 @@ Value two_variable_comprehension(const Node& n, const Value& range, const ValueL
     }
     Value p = eval(*n.args[1], ctx);
     if (quantifier) {
-      if (p.kind == Kind::kBool && p.b == decisive) return p;
-      if (p.kind != Kind::kBool && !deferred.is_error())
-        deferred = p.is_error() ? p : no_overload();
+      if (quantifier_decides(p, decisive, &deferred)) return p;
       continue;
     }
     if (p.is_error()) return p;
@@ -497,9 +503,7 @@ Value comprehension(const Node& n, Ctx& ctx) {
     ctx.vars[slot] = range.kind == Kind::kList ? list_at(range, i) : keys[i];
     Value p = eval(*n.args[1], ctx);
     if (quantifier) {
-      if (p.kind == Kind::kBool && p.b == decisive) return p;
-      if (p.kind != Kind::kBool && !deferred.is_error())
-        deferred = p.is_error() ? p : no_overload();
+      if (quantifier_decides(p, decisive, &deferred)) return p;
       continue;
     }
     if (p.is_error()) return p;

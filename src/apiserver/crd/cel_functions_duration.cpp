@@ -66,14 +66,16 @@ std::string duration_text(int64_t ns) {
   const bool negative = ns < 0;
   const uint64_t magnitude =
       negative ? static_cast<uint64_t>(0) - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
-  std::string out = (negative ? "-" : "") + std::to_string(magnitude / 1000000000u);
-  std::string fraction = std::to_string(magnitude % 1000000000u);
-  if (magnitude % 1000000000u != 0) {
-    fraction.insert(0, 9 - fraction.size(), '0');
-    while (fraction.back() == '0') fraction.pop_back();
-    out += "." + fraction;
-  }
-  return out + "s";
+  return (negative ? "-" : "") + std::to_string(magnitude / 1000000000u) +
+         nanos_fraction(magnitude % 1000000000u) + "s";
+}
+
+std::string nanos_fraction(uint64_t nanos) {
+  if (nanos == 0) return {};
+  std::string fraction = std::to_string(nanos);
+  fraction.insert(0, 9 - fraction.size(), '0');
+  while (fraction.back() == '0') fraction.pop_back();
+  return "." + fraction;
 }
 
 Value duration_function(Fn fn, const std::vector<Value>& a) {

@@ -169,14 +169,7 @@ std::string timestamp_text(const Value& t) {
                 static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
                 static_cast<int>(rest / 3600), static_cast<int>(rest / 60 % 60),
                 static_cast<int>(rest % 60));
-  std::string out = buf;
-  if (t.u != 0) {
-    std::string fraction = std::to_string(t.u);
-    fraction.insert(0, 9 - fraction.size(), '0');
-    while (fraction.back() == '0') fraction.pop_back();
-    out += "." + fraction;
-  }
-  return out + "Z";
+  return buf + nanos_fraction(t.u) + "Z";
 }
 
 Value timestamp_function(Fn fn, const std::vector<Value>& a) {

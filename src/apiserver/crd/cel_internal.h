@@ -311,6 +311,9 @@ Value url_function(Fn fn, const std::vector<Value>& a);
 // Durations (cel_functions_duration.cpp): duration(), its accessors and its string form.
 Value duration_function(Fn fn, const std::vector<Value>& a);
 std::string duration_text(int64_t ns);
+// Nanoseconds (below a second) as Go prints a fraction of seconds: "" for none, else ".5",
+// ".000000001", without trailing zeros.
+std::string nanos_fraction(uint64_t nanos);
 // Go's time.ParseDuration: nanoseconds, or nothing when `s` is not a duration.
 std::optional<int64_t> parse_duration(std::string_view s);
 // Timestamps (cel_functions_time.cpp): timestamp(), its accessors (getHours and the other
