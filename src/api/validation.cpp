@@ -5,6 +5,7 @@
 // read them in kubectl's errors.
 #include "vkube/api/validation.h"
 
+#include <algorithm>
 #include <initializer_list>
 #include <string>
 
@@ -245,6 +246,103 @@ std::vector<std::string> validate_relaxed_env_var_name(std::string_view value) {
     }
   }
   return errs;
+}
+
+}  // namespace vkube::api
+
+namespace vkube::api {
+
+namespace {
+
+const nlohmann::json& field_of(const nlohmann::json& j, const char* key) {
+  static const nlohmann::json kNull;
+  if (!j.is_object()) return kNull;
+  auto it = j.find(key);
+  return it == j.end() ? kNull : *it;
+}
+std::string string_of(const nlohmann::json& j) {
+  return j.is_string() ? j.get<std::string>() : "";
+}
+
+bool is_standard_finalizer(const std::string& f) {
+  return f == "kubernetes" || f == "orphan" || f == "foregroundDeletion";
+}
+
+}  // namespace
+
+std::vector<MetaError> validate_finalizers(const nlohmann::json& finalizers) {
+  std::vector<MetaError> errs;
+  if (!finalizers.is_array()) return errs;
+  bool orphan = false, foreground = false;
+  for (const auto& f : finalizers) {
+    if (!f.is_string()) continue;
+    const std::string& name = f.get_ref<const std::string&>();
+    // kube names the list, not the entry, in these errors.
+    for (std::string& msg : validate_qualified_name(name))
+      errs.push_back({"metadata.finalizers", name, std::move(msg)});
+    orphan |= name == "orphan";
+    foreground |= name == "foregroundDeletion";
+  }
+  if (orphan && foreground)
+    errs.push_back({"metadata.finalizers", finalizers,
+                    "finalizer orphan and foregroundDeletion cannot be both set"});
+  return errs;
+}
+
+std::vector<MetaError> validate_owner_references(const nlohmann::json& refs) {
+  std::vector<MetaError> errs;
+  if (!refs.is_array()) return errs;
+  const std::string path = "metadata.ownerReferences";
+  std::string first_controller;
+  for (const auto& ref : refs) {
+    if (!ref.is_object()) continue;
+    const std::string api_version = string_of(field_of(ref, "apiVersion"));
+    const std::string kind = string_of(field_of(ref, "kind"));
+    const std::string name = string_of(field_of(ref, "name"));
+    const std::string uid = string_of(field_of(ref, "uid"));
+    // "group/version" or "version"; "group/" has no version.
+    const auto slash = api_version.find('/');
+    const std::string version =
+        slash == std::string::npos ? api_version : api_version.substr(slash + 1);
+    if (version.empty())
+      errs.push_back({path + ".apiVersion", api_version, "version must not be empty"});
+    if (kind.empty()) errs.push_back({path + ".kind", kind, "must not be empty"});
+    if (name.empty()) errs.push_back({path + ".name", name, "must not be empty"});
+    if (uid.empty()) errs.push_back({path + ".uid", uid, "must not be empty"});
+    if (api_version == "v1" && kind == "Event")
+      errs.push_back({path, ref, "/v1, Kind=Event is disallowed from being an owner"});
+    const auto& controller = field_of(ref, "controller");
+    if (controller.is_boolean() && controller.get<bool>()) {
+      const std::string current = kind + "/" + name;
+      if (first_controller.empty()) {
+        first_controller = current;
+      } else {
+        errs.push_back({path, refs,
+                        "Only one reference can have Controller set to true. Found \"true\" in "
+                        "references for " +
+                            first_controller + " and " + current});
+      }
+    }
+  }
+  return errs;
+}
+
+std::vector<std::string> finalizer_warnings(const nlohmann::json& finalizers,
+                                            const nlohmann::json* old) {
+  std::vector<std::string> out;
+  if (!finalizers.is_array()) return out;
+  for (const auto& f : finalizers) {
+    if (!f.is_string()) continue;
+    const std::string& name = f.get_ref<const std::string&>();
+    if (name.find('/') != std::string::npos || is_standard_finalizer(name)) continue;
+    if (old && old->is_array() && std::find(old->begin(), old->end(), f) != old->end()) continue;
+    // A name kube would refuse is reported as an error, not warned about.
+    if (!validate_qualified_name(name).empty()) continue;
+    out.push_back("metadata.finalizers: \"" + name +
+                  "\": prefer a domain-qualified finalizer name including a path (/) to avoid "
+                  "accidental conflicts with other finalizer writers");
+  }
+  return out;
 }
 
 }  // namespace vkube::api

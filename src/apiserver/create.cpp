@@ -120,6 +120,7 @@ http::Response create_object(Context& c, json obj, bool track, bool may_defer) {
   if (r.plural == "pods" && r.gv.group.empty()) obj["status"]["qosClass"] = pod_qos_class(obj);
   if (track) track_fields(c, nullptr, obj);
 
+  if (auto err = admit_runtime_class(c, obj)) return error_response(*err);
   // Mutating webhooks see the defaulted object; what they change is defaulted again.
   const bool dynamic = c.server.admission().active();
   if (dynamic) {
@@ -133,7 +134,7 @@ http::Response create_object(Context& c, json obj, bool track, bool may_defer) {
 
   if (auto err = validate_object(c, obj, nullptr)) return error_response(*err);
   if (auto err = admit_namespace(c, c.info.namespace_, name)) return error_response(*err);
-  if (auto err = admit_pod_security(c, obj, c.info.namespace_, name)) return error_response(*err);
+  if (auto err = admit_pod_security(c, obj, nullptr)) return error_response(*err);
   if (dynamic) {
     AdmissionRequest a{"CREATE", "", name, c.info.namespace_, obj, nullptr,
                        write_options(c, "CreateOptions")};

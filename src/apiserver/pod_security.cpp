@@ -1,267 +1,302 @@
-// Pod Security admission (kube's PodSecurity plugin, enforce mode): pods that
-// break the namespace's level are refused at create with kube's message, so a
-// tenant learns at `kubectl apply`, not when the host refuses the pod. The
-// level is the namespace label pod-security.kubernetes.io/enforce, else the
-// server's default (baseline for tenants, privileged for the host).
+// Pod Security admission (kube's PodSecurity plugin): the namespace's
+// pod-security.kubernetes.io/{enforce,warn,audit}[-version] labels pick a
+// level per mode. Pods that break the enforce level are refused with kube's
+// message, so a tenant learns at `kubectl apply`, not when the host refuses
+// the pod; the warn level answers Warning headers, for pods and for the
+// workloads that template them (kube never refuses a Deployment, it warns).
+// Unlabelled namespaces enforce the server's default (baseline for tenants,
+// privileged for the host). vkube keeps no audit log, so the audit labels are
+// checked for validity only.
 #include <algorithm>
-#include <set>
+#include <map>
+#include <regex>
 
+#include "builtin/field_errors.h"
+#include "errors.h"
 #include "object.h"
+#include "pod_security_policy.h"
 #include "server_impl.h"
 
 namespace vkube::apiserver {
 
+namespace ps = pod_security;
+
+namespace pod_security {
+
+std::optional<Level> parse_level(const std::string& s) {
+  if (s == "privileged") return Level::kPrivileged;
+  if (s == "baseline") return Level::kBaseline;
+  if (s == "restricted") return Level::kRestricted;
+  return std::nullopt;
+}
+
 namespace {
 
-// Capabilities the baseline level allows a container to add.
-const std::set<std::string>& allowed_capabilities() {
-  static const std::set<std::string> kAllowed = {
-      "AUDIT_WRITE",      "CHOWN",   "DAC_OVERRIDE", "FOWNER",  "FSETID", "KILL",      "MKNOD",
-      "NET_BIND_SERVICE", "SETFCAP", "SETGID",       "SETPCAP", "SETUID", "SYS_CHROOT"};
-  return kAllowed;
+const char* const kPrefix = "pod-security.kubernetes.io/";
+
+// nullopt for "latest"; false when `s` is neither "latest" nor "v1.x".
+bool parse_version(const std::string& s, std::optional<int>* minor) {
+  *minor = std::nullopt;
+  if (s == "latest") return true;
+  static const std::regex kVersion("^v1\\.(0|[1-9][0-9]{0,8})$");
+  std::smatch m;
+  if (!std::regex_match(s, m, kVersion)) return false;
+  *minor = std::stoi(m[1].str());
+  return true;
 }
 
-std::string quoted_list(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& s : items) out += (out.empty() ? "\"" : ", \"") + s + "\"";
-  return out;
-}
-
-std::string joined(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
-  return out;
-}
-
-// "container \"a\"" or "containers \"a\", \"b\"".
-std::string containers_phrase(const std::vector<std::string>& names) {
-  return (names.size() == 1 ? "container " : "containers ") + quoted_list(names);
-}
-
-// The baseline violations of `spec`, as "check (detail)" in kube's order.
-std::vector<std::string> baseline_violations(const json& spec) {
-  std::vector<std::string> out;
-  std::vector<const json*> containers;
-  for (const char* list : {"initContainers", "containers", "ephemeralContainers"})
-    if (auto cs = spec.find(list); cs != spec.end() && cs->is_array())
-      for (const json& c : *cs)
-        if (c.is_object()) containers.push_back(&c);
-  auto name_of = [](const json& c) { return c.value("name", ""); };
-
-  // capabilities_baseline
-  std::vector<std::string> cap_containers;
-  std::set<std::string> bad_caps;
-  for (const json* c : containers) {
-    const json sc = c->value("securityContext", json::object());
-    const json add = sc.is_object()
-                         ? sc.value("capabilities", json::object()).value("add", json::array())
-                         : json::array();
-    bool bad = false;
-    for (const json& cap : add)
-      if (cap.is_string() && !allowed_capabilities().count(cap.get<std::string>())) {
-        bad_caps.insert(cap.get<std::string>());
-        bad = true;
-      }
-    if (bad) cap_containers.push_back(name_of(*c));
-  }
-  if (!cap_containers.empty())
-    out.push_back("non-default capabilities (" + containers_phrase(cap_containers) +
-                  " must not include " + quoted_list({bad_caps.begin(), bad_caps.end()}) +
-                  " in securityContext.capabilities.add)");
-  // hostNamespaces
-  std::vector<std::string> host_ns;
-  for (const char* f : {"hostNetwork", "hostPID", "hostIPC"})
-    if (spec.value(f, false)) host_ns.push_back(std::string(f) + "=true");
-  if (!host_ns.empty()) out.push_back("host namespaces (" + joined(host_ns) + ")");
-  // hostPathVolumes
-  std::vector<std::string> host_paths;
-  if (auto vs = spec.find("volumes"); vs != spec.end() && vs->is_array())
-    for (const json& v : *vs)
-      if (v.is_object() && v.contains("hostPath")) host_paths.push_back(v.value("name", ""));
-  if (!host_paths.empty())
-    out.push_back("hostPath volumes (" +
-                  std::string(host_paths.size() == 1 ? "volume " : "volumes ") +
-                  quoted_list(host_paths) + ")");
-  // hostPorts
-  std::vector<std::string> port_containers, ports;
-  for (const json* c : containers) {
-    bool any = false;
-    for (const json& p : c->value("ports", json::array()))
-      if (p.is_object() && p.value("hostPort", 0) != 0) {
-        ports.push_back(std::to_string(p.value("hostPort", 0)));
-        any = true;
-      }
-    if (any) port_containers.push_back(name_of(*c));
-  }
-  if (!port_containers.empty())
-    out.push_back("hostPort (" + containers_phrase(port_containers) +
-                  (port_containers.size() == 1 ? " uses " : " use ") +
-                  (ports.size() == 1 ? "hostPort " : "hostPorts ") + joined(ports) + ")");
-  // privileged
-  std::vector<std::string> privileged;
-  for (const json* c : containers) {
-    const json sc = c->value("securityContext", json::object());
-    if (sc.is_object() && sc.value("privileged", false)) privileged.push_back(name_of(*c));
-  }
-  if (!privileged.empty())
-    out.push_back("privileged (" + containers_phrase(privileged) +
-                  " must not set securityContext.privileged=true)");
-  // seccompProfile_baseline
-  const json psc = spec.value("securityContext", json::object());
-  if (psc.is_object() &&
-      psc.value("seccompProfile", json::object()).value("type", "") == "Unconfined")
-    out.push_back(
-        "seccompProfile (pod must not set securityContext.seccompProfile.type to \"Unconfined\")");
-  std::vector<std::string> unconfined;
-  for (const json* c : containers) {
-    const json sc = c->value("securityContext", json::object());
-    if (sc.is_object() &&
-        sc.value("seccompProfile", json::object()).value("type", "") == "Unconfined")
-      unconfined.push_back(name_of(*c));
-  }
-  if (!unconfined.empty())
-    out.push_back("seccompProfile (" + containers_phrase(unconfined) +
-                  " must not set securityContext.seccompProfile.type to \"Unconfined\")");
-  return out;
-}
-
-// The restricted level's checks on top of baseline, as "check (detail)".
-std::vector<std::string> restricted_violations(const json& spec) {
-  std::vector<std::string> out;
-  std::vector<const json*> containers;
-  for (const char* list : {"initContainers", "containers", "ephemeralContainers"})
-    if (auto cs = spec.find(list); cs != spec.end() && cs->is_array())
-      for (const json& c : *cs)
-        if (c.is_object()) containers.push_back(&c);
-  auto name_of = [](const json& c) { return c.value("name", ""); };
-  auto sc_of = [](const json& holder) {
-    json sc = holder.value("securityContext", json::object());
-    return sc.is_object() ? sc : json::object();
-  };
-  const json psc = sc_of(spec);
-
-  // allowPrivilegeEscalation
-  std::vector<std::string> escalating;
-  for (const json* c : containers)
-    if (sc_of(*c).value("allowPrivilegeEscalation", true) != false)
-      escalating.push_back(name_of(*c));
-  if (!escalating.empty())
-    out.push_back("allowPrivilegeEscalation != false (" + containers_phrase(escalating) +
-                  " must set securityContext.allowPrivilegeEscalation=false)");
-  // capabilities_restricted
-  std::vector<std::string> no_drop, bad_add_containers;
-  std::set<std::string> bad_add;
-  for (const json* c : containers) {
-    const json caps = sc_of(*c).value("capabilities", json::object());
-    bool drops_all = false;
-    for (const json& d : caps.value("drop", json::array())) drops_all |= d == "ALL";
-    if (!drops_all) no_drop.push_back(name_of(*c));
-    bool bad = false;
-    for (const json& a : caps.value("add", json::array()))
-      if (a.is_string() && a != "NET_BIND_SERVICE") {
-        bad_add.insert(a.get<std::string>());
-        bad = true;
-      }
-    if (bad) bad_add_containers.push_back(name_of(*c));
-  }
-  std::vector<std::string> cap_details;
-  if (!no_drop.empty())
-    cap_details.push_back(containers_phrase(no_drop) +
-                          " must set securityContext.capabilities.drop=[\"ALL\"]");
-  if (!bad_add_containers.empty())
-    cap_details.push_back(containers_phrase(bad_add_containers) + " must not include " +
-                          quoted_list({bad_add.begin(), bad_add.end()}) +
-                          " in securityContext.capabilities.add");
-  if (!cap_details.empty()) {
-    std::string d;
-    for (const auto& x : cap_details) d += (d.empty() ? "" : "; ") + x;
-    out.push_back("unrestricted capabilities (" + d + ")");
-  }
-  // runAsNonRoot: the pod's true covers containers that do not say false.
-  const bool pod_non_root = psc.value("runAsNonRoot", false) == true;
-  std::vector<std::string> root_ok;
-  for (const json* c : containers) {
-    const json v = sc_of(*c).value("runAsNonRoot", json());
-    if (v == false || (!pod_non_root && v != true)) root_ok.push_back(name_of(*c));
-  }
-  if (!root_ok.empty())
-    out.push_back(std::string("runAsNonRoot != true (") + (pod_non_root ? "" : "pod or ") +
-                  containers_phrase(root_ok) + " must set securityContext.runAsNonRoot=true)");
-  // runAsUser
-  std::vector<std::string> as_root;
-  for (const json* c : containers)
-    if (sc_of(*c).value("runAsUser", int64_t{-1}) == 0) as_root.push_back(name_of(*c));
-  if (psc.value("runAsUser", int64_t{-1}) == 0)
-    out.push_back("runAsUser=0 (pod must not set runAsUser=0)");
-  if (!as_root.empty())
-    out.push_back("runAsUser=0 (" + containers_phrase(as_root) + " must not set runAsUser=0)");
-  // seccompProfile_restricted: RuntimeDefault or Localhost, the pod's or each container's.
-  auto confined = [](const json& sc) {
-    const std::string t = sc.value("seccompProfile", json::object()).value("type", "");
-    return t == "RuntimeDefault" || t == "Localhost";
-  };
-  const bool pod_confined = confined(psc);
-  std::vector<std::string> unset;
-  for (const json* c : containers) {
-    const json sc = sc_of(*c);
-    if (!confined(sc) && (!pod_confined || sc.contains("seccompProfile")))
-      unset.push_back(name_of(*c));
-  }
-  if (!unset.empty())
-    out.push_back(
-        std::string("seccompProfile (") + (pod_confined ? "" : "pod or ") +
-        containers_phrase(unset) +
-        " must set securityContext.seccompProfile.type to \"RuntimeDefault\" or \"Localhost\")");
-  // restrictedVolumes
-  static const std::set<std::string> kAllowedVolumes = {
-      "configMap", "csi",   "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim",
-      "projected", "secret"};
-  std::vector<std::string> bad_volumes;
-  std::set<std::string> bad_types;
-  if (auto vs = spec.find("volumes"); vs != spec.end() && vs->is_array())
-    for (const json& v : *vs) {
-      if (!v.is_object()) continue;
-      for (auto it = v.begin(); it != v.end(); ++it)
-        if (it.key() != "name" && !kAllowedVolumes.count(it.key())) {
-          bad_volumes.push_back(v.value("name", ""));
-          bad_types.insert(it.key());
-        }
-    }
-  if (!bad_volumes.empty())
-    out.push_back("restricted volume types (" +
-                  std::string(bad_volumes.size() == 1 ? "volume " : "volumes ") +
-                  quoted_list(bad_volumes) + (bad_volumes.size() == 1 ? " uses" : " use") +
-                  " restricted volume type" + (bad_types.size() == 1 ? " " : "s ") +
-                  quoted_list({bad_types.begin(), bad_types.end()}) + ")");
-  return out;
+int strictness(Level l) {
+  return static_cast<int>(l);
 }
 
 }  // namespace
 
-std::optional<ApiError> admit_pod_security(Context& c, const json& pod, const std::string& ns,
-                                           const std::string& name) {
-  const api::Resource& r = c.resource();
-  if (r.plural != "pods" || !r.gv.group.empty() || ns.empty()) return std::nullopt;
-  std::string level = c.server.options().pod_security;
-  const Kind* ns_kind = c.server.registry().builtin("", "v1", "namespaces");
-  if (auto kv = c.server.backend().get(Registry::key(*ns_kind, "", ns)); kv.is_ok()) {
-    if (auto obj = decode_stored(*kv); obj.is_ok()) {
-      const json labels = (*obj)["metadata"].value("labels", json::object());
-      if (labels.is_object() && labels.contains("pod-security.kubernetes.io/enforce") &&
-          labels["pod-security.kubernetes.io/enforce"].is_string())
-        level = labels["pod-security.kubernetes.io/enforce"].get<std::string>();
+Policy policy_from_labels(const json& labels, const Policy& defaults,
+                          std::vector<LabelError>* errors) {
+  Policy p = defaults;
+  if (!labels.is_object()) return p;
+  auto label = [&](const std::string& mode) -> const json* {
+    auto it = labels.find(kPrefix + mode);
+    return it == labels.end() || !it->is_string() ? nullptr : &*it;
+  };
+  bool enforce_set = false, warn_set = false, warn_version_set = false;
+  struct Mode {
+    const char* name;
+    LevelVersion* lv;
+    Level on_error;
+  };
+  for (const Mode& m :
+       {Mode{"enforce", &p.enforce, Level::kRestricted},
+        Mode{"audit", &p.audit, Level::kPrivileged}, Mode{"warn", &p.warn, Level::kPrivileged}}) {
+    const std::string mode = m.name;
+    if (const json* v = label(mode)) {
+      const std::string s = v->get<std::string>();
+      auto level = parse_level(s);
+      m.lv->level = level.value_or(m.on_error);
+      if (mode == "enforce") enforce_set = level.has_value();
+      if (mode == "warn") warn_set = true;
+      if (!level)
+        errors->push_back({kPrefix + mode, s, "must be one of privileged, baseline, restricted"});
+    }
+    if (const json* v = label(mode + "-version")) {
+      const std::string s = v->get<std::string>();
+      if (mode == "warn") warn_version_set = true;
+      if (!parse_version(s, &m.lv->minor))
+        errors->push_back({kPrefix + mode + "-version", s, "must be \"latest\" or \"v1.x\""});
     }
   }
-  if (level != "baseline" && level != "restricted") return std::nullopt;
-  const json spec = pod.value("spec", json::object());
-  std::vector<std::string> v = baseline_violations(spec);
-  if (level == "restricted")
-    for (std::string& more : restricted_violations(spec)) v.push_back(std::move(more));
-  if (v.empty()) return std::nullopt;
-  return ApiError(
-      Status(Code::kForbidden, "pods \"" + name + "\" is forbidden: violates PodSecurity \"" +
-                                   level + ":latest\": " + joined(v)),
-      {{"name", name}, {"kind", "pods"}});
+  // A namespace that enforces more than the warn default also warns at it.
+  if (!warn_set && enforce_set && strictness(p.enforce.level) > strictness(p.warn.level)) {
+    p.warn.level = p.enforce.level;
+    if (!warn_version_set) p.warn.minor = p.enforce.minor;
+  }
+  return p;
+}
+
+}  // namespace pod_security
+
+namespace {
+
+const std::map<std::string, std::vector<std::string>>& templated_kinds() {
+  // group/resource -> path to the pod template.
+  static const std::map<std::string, std::vector<std::string>> kKinds = {
+      {"/replicationcontrollers", {"spec", "template"}},
+      {"/podtemplates", {"template"}},
+      {"apps/replicasets", {"spec", "template"}},
+      {"apps/deployments", {"spec", "template"}},
+      {"apps/statefulsets", {"spec", "template"}},
+      {"apps/daemonsets", {"spec", "template"}},
+      {"batch/jobs", {"spec", "template"}},
+      {"batch/cronjobs", {"spec", "jobTemplate", "spec", "template"}},
+  };
+  return kKinds;
+}
+
+const json& at(const json& j, const char* key) {
+  static const json kNull;
+  if (!j.is_object()) return kNull;
+  auto it = j.find(key);
+  return it == j.end() ? kNull : *it;
+}
+
+ps::Policy defaults(Context& c) {
+  // The server's level is enforced, warned and audited by default (kube's
+  // AdmissionConfiguration with all three defaults set alike), so a Deployment
+  // whose pods the level would refuse is answered with a warning.
+  ps::Policy p;
+  p.enforce.level =
+      ps::parse_level(c.server.options().pod_security).value_or(ps::Level::kPrivileged);
+  p.warn = p.audit = p.enforce;
+  return p;
+}
+
+// The labels of namespace `ns`, or nullopt when it cannot be read.
+std::optional<json> namespace_labels(Context& c, const std::string& ns) {
+  const Kind* ns_kind = c.server.registry().builtin("", "v1", "namespaces");
+  auto kv = c.server.backend().get(Registry::key(*ns_kind, "", ns));
+  if (!kv.is_ok()) return std::nullopt;
+  auto obj = decode_stored(*kv);
+  if (!obj.is_ok()) return std::nullopt;
+  return at(at(*obj, "metadata"), "labels");
+}
+
+// Only a change of images or of the set of containers is judged again on a
+// pod update (kube's isSignificantPodUpdate): metadata and status writes to a
+// running pod must not be refused because its namespace became stricter.
+bool significant_update(const json& pod, const json& old) {
+  const json &spec = at(pod, "spec"), &old_spec = at(old, "spec");
+  for (const char* list : {"containers", "initContainers"}) {
+    const json &a = at(spec, list), &b = at(old_spec, list);
+    const size_t n = a.is_array() ? a.size() : 0;
+    if (n != (b.is_array() ? b.size() : 0)) return true;
+    for (size_t i = 0; i < n; ++i)
+      if (at(a[i], "image") != at(b[i], "image")) return true;
+  }
+  const json &eph = at(spec, "ephemeralContainers"), &old_eph = at(old_spec, "ephemeralContainers");
+  if (!eph.is_array()) return false;
+  for (const json& e : eph) {
+    auto same = [&](const json& o) { return at(o, "name") == at(e, "name"); };
+    auto it =
+        old_eph.is_array() ? std::find_if(old_eph.begin(), old_eph.end(), same) : old_eph.end();
+    if (!old_eph.is_array() || it == old_eph.end() || at(*it, "image") != at(e, "image"))
+      return true;
+  }
+  return false;
+}
+
+std::optional<ApiError> label_errors(Context& c, const std::string& name,
+                                     const std::vector<ps::LabelError>& errors) {
+  FieldErrors fe;
+  for (const auto& e : errors)
+    fe.push_back(
+        {FieldError::Type::kInvalid, "metadata.labels[" + e.label + "]", e.message, e.value});
+  return invalid(c.resource(), name, fe);
+}
+
+// The warnings kube gives when a namespace's enforce level tightens: which
+// existing pods the new level would refuse, grouped by what they break.
+void warn_existing_pods(Context& c, const std::string& ns, const ps::LevelVersion& enforce) {
+  const Kind* pod_kind = c.server.registry().builtin("", "v1", "pods");
+  storage::ListOptions o;
+  o.prefix = Registry::key(*pod_kind, ns, "");
+  auto listed = c.server.backend().list(o);
+  if (!listed.is_ok()) {
+    c.warnings.push_back("failed to list pods while checking new PodSecurity enforce level");
+    return;
+  }
+  constexpr size_t kMaxPods = 3000;  // kube's namespaceMaxPodsToCheck
+  struct Seen {
+    std::string first;
+    int count = 0;
+  };
+  std::map<std::string, Seen> by_reason;
+  size_t checked = 0;
+  for (const auto& kv : listed->items) {
+    if (checked == kMaxPods) break;
+    ++checked;
+    auto pod = decode_stored(kv);
+    if (!pod.is_ok()) continue;
+    auto v = ps::evaluate(enforce, at(*pod, "metadata"), at(*pod, "spec"));
+    if (v.empty()) continue;
+    Seen& s = by_reason[ps::reasons(v)];
+    const std::string name = name_of(*pod);
+    if (s.count++ == 0 || name < s.first) s.first = name;
+  }
+  if (checked < listed->items.size())
+    c.warnings.push_back("new PodSecurity enforce level only checked against the first " +
+                         std::to_string(checked) + " of " + std::to_string(listed->items.size()) +
+                         " existing pods");
+  if (by_reason.empty()) return;
+  c.warnings.push_back("existing pods in namespace \"" + ns +
+                       "\" violate the new PodSecurity enforce level \"" + enforce.str() + "\"");
+  std::vector<std::string> lines;
+  for (const auto& [reason, s] : by_reason) {
+    std::string who = s.first;
+    if (s.count == 2) who += " (and 1 other pod)";
+    if (s.count > 2) who += " (and " + std::to_string(s.count - 1) + " other pods)";
+    lines.push_back(who + ": " + reason);
+  }
+  std::sort(lines.begin(), lines.end());
+  for (auto& l : lines) c.warnings.push_back(std::move(l));
+}
+
+std::optional<ApiError> admit_namespace_labels(Context& c, const json& ns, const json* old) {
+  if (!c.info.subresource.empty()) return std::nullopt;
+  const std::string name = name_of(ns);
+  std::vector<ps::LabelError> errors, old_errors;
+  const ps::Policy p =
+      ps::policy_from_labels(at(at(ns, "metadata"), "labels"), defaults(c), &errors);
+  if (!old) {
+    if (!errors.empty()) return label_errors(c, name, errors);
+    return std::nullopt;
+  }
+  const ps::Policy was =
+      ps::policy_from_labels(at(at(*old, "metadata"), "labels"), defaults(c), &old_errors);
+  auto same_errors = [&] {
+    return errors.size() == old_errors.size() &&
+           std::equal(errors.begin(), errors.end(), old_errors.begin(),
+                      [](auto& a, auto& b) { return a.label == b.label && a.value == b.value; });
+  };
+  if (!errors.empty() && (old_errors.empty() || !same_errors()))
+    return label_errors(c, name, errors);
+  if (p.enforce == was.enforce || p.enforce.level == ps::Level::kPrivileged) return std::nullopt;
+  if (p.enforce.minor == was.enforce.minor &&
+      static_cast<int>(p.enforce.level) <= static_cast<int>(was.enforce.level))
+    return std::nullopt;
+  warn_existing_pods(c, name, p.enforce);
+  return std::nullopt;
+}
+
+void warn(Context& c, const ps::LevelVersion& lv, const json& meta, const json& spec) {
+  auto v = ps::evaluate(lv, meta, spec);
+  if (v.empty()) return;
+  std::string w = "would violate PodSecurity \"" + lv.str() + "\": " + ps::join(v);
+  if (std::find(c.warnings.begin(), c.warnings.end(), w) == c.warnings.end())
+    c.warnings.push_back(std::move(w));
+}
+
+}  // namespace
+
+std::optional<ApiError> admit_pod_security(Context& c, const json& obj, const json* old) {
+  const api::Resource& r = c.resource();
+  if (r.is_custom) return std::nullopt;
+  if (r.plural == "namespaces" && r.gv.group.empty()) return admit_namespace_labels(c, obj, old);
+  const std::string& ns = c.info.namespace_;
+  if (ns.empty()) return std::nullopt;
+  const bool is_pod = r.plural == "pods" && r.gv.group.empty();
+  const json* meta = &at(obj, "metadata");
+  const json* spec = &at(obj, "spec");
+  if (is_pod) {
+    static const char* const kIgnored[] = {"exec", "attach",      "binding", "eviction",
+                                           "log",  "portforward", "proxy",   "status"};
+    const std::string& sub = c.info.subresource;
+    if (std::find(std::begin(kIgnored), std::end(kIgnored), sub) != std::end(kIgnored))
+      return std::nullopt;
+    if (old && !significant_update(obj, *old)) return std::nullopt;
+  } else {
+    auto it = templated_kinds().find(r.gv.group + "/" + r.plural);
+    if (it == templated_kinds().end() || !c.info.subresource.empty()) return std::nullopt;
+    const json* t = &obj;
+    for (const auto& step : it->second) t = &at(*t, step.c_str());
+    if (t->is_null()) return std::nullopt;
+    meta = &at(*t, "metadata");
+    spec = &at(*t, "spec");
+  }
+  std::vector<ps::LabelError> ignored;
+  auto labels = namespace_labels(c, ns);
+  const ps::Policy p = ps::policy_from_labels(labels ? *labels : json(), defaults(c), &ignored);
+  if (is_pod) {
+    auto v = ps::evaluate(p.enforce, *meta, *spec);
+    if (!v.empty()) {
+      const std::string name = name_of(obj);
+      return ApiError(
+          Status(Code::kForbidden, "pods \"" + name + "\" is forbidden: violates PodSecurity \"" +
+                                       p.enforce.str() + "\": " + ps::join(v)),
+          {{"name", name}, {"kind", "pods"}});
+    }
+  }
+  warn(c, p.warn, *meta, *spec);
+  return std::nullopt;
 }
 
 }  // namespace vkube::apiserver

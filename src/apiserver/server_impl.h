@@ -185,11 +185,16 @@ json write_options(const Context& c, const std::string& kind);
 Status check_dry_run(const Context& c);
 // Validates generic metadata and the kind's rules; Invalid error if any.
 std::optional<ApiError> validate_object(Context& c, const json& obj, const json* old);
+// Pod Security admission (pod_security.cpp) of a create (old null) or update:
+// kForbidden with kube's message for a pod that breaks its namespace's enforce
+// level, Warning headers for pods and pod templates that break its warn
+// level, kInvalid for a namespace with bad pod-security labels.
+std::optional<ApiError> admit_pod_security(Context& c, const json& obj, const json* old);
+// RuntimeClass admission (runtime_class.cpp) of a pod create: kForbidden when
+// spec.runtimeClassName names no RuntimeClass or conflicts with it; otherwise
+// sets the class's overhead and merges its node selector and tolerations.
+std::optional<ApiError> admit_runtime_class(Context& c, json& pod);
 // Admission for writes into a namespace: it must exist and not be terminating.
-// Pod Security admission (pod_security.cpp): kForbidden with kube's message
-// for a pod that breaks its namespace's level.
-std::optional<ApiError> admit_pod_security(Context& c, const json& pod, const std::string& ns,
-                                           const std::string& name);
 std::optional<ApiError> admit_namespace(Context& c, const std::string& ns,
                                         const std::string& name);
 // GPU quota admission (gpu_quota.cpp): kForbidden with kube ResourceQuota's

@@ -113,6 +113,7 @@ http::Response guaranteed_update(Context& c, const Transform& transform, const F
         return error_response(*err);
       if (adopts && !c.dry_run()) c.server.service_ips().adopt(cur, next);
     }
+    if (auto err = admit_pod_security(c, next, &cur)) return error_response(*err);
     if (dynamic) {
       if (auto err = c.server.admission().validate(c, admitted(next))) return error_response(*err);
     }

@@ -135,8 +135,19 @@ std::optional<ApiError> validate_object(Context& c, const json& obj, const json*
     errs.push_back({FieldError::Type::kRequired, "metadata.namespace", "", {}});
   check_string_map(meta.value("labels", json()), "metadata.labels", true, errs);
   check_string_map(meta.value("annotations", json()), "metadata.annotations", false, errs);
+  const json finalizers = meta.value("finalizers", json());
+  auto meta_errors = api::validate_owner_references(meta.value("ownerReferences", json()));
+  for (auto& e : api::validate_finalizers(finalizers)) meta_errors.push_back(std::move(e));
+  for (auto& e : meta_errors)
+    errs.push_back({FieldError::Type::kInvalid, e.field, e.detail, e.value});
   validate_kind(c.kind, obj, old, errs);
-  if (errs.empty()) return admit_rbac(c, obj);
+  if (errs.empty()) {
+    const json* was = old ? &(*old)["metadata"] : nullptr;
+    const json old_finalizers = was && was->is_object() ? was->value("finalizers", json()) : json();
+    for (auto& w : api::finalizer_warnings(finalizers, was ? &old_finalizers : nullptr))
+      c.warnings.push_back(std::move(w));
+    return admit_rbac(c, obj);
+  }
   return invalid(c.resource(), name, errs);
 }
 

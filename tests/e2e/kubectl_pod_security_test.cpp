@@ -1,6 +1,7 @@
 // A tenant is baseline by default: kubectl learns at create that a
 // privileged or host-namespace pod is refused, in kube's words; a namespace
-// labelled privileged takes it.
+// labelled privileged takes it. Unsafe sysctls, unmasked /proc and unknown
+// RuntimeClasses are refused as kube refuses them.
 #include "fixture.h"
 
 namespace vkube::e2e {
@@ -38,6 +39,52 @@ TEST_CASE("kubectl: a baseline tenant refuses privileged pods", "[e2e]") {
   Result allowed = c.kubectl({"apply", "-n", "ops", "-f", file});
   INFO(allowed);
   CHECK_THAT(allowed, Succeeded());
+}
+
+constexpr const char* kSysctl = R"(apiVersion: v1
+kind: Pod
+metadata:
+  name: tuned
+spec:
+  securityContext:
+    sysctls:
+    - name: kernel.msgmax
+      value: "65536"
+  containers:
+  - name: app
+    image: busybox
+)";
+
+constexpr const char* kUnmasked = R"(apiVersion: v1
+kind: Pod
+metadata:
+  name: proc
+spec:
+  containers:
+  - name: app
+    image: busybox
+    securityContext:
+      procMount: Unmasked
+)";
+
+TEST_CASE("kubectl: baseline refuses unsafe sysctls, unmasked /proc and unknown RuntimeClasses",
+          "[e2e]") {
+  Cluster c;
+  Result sysctl = c.kubectl({"apply", "-f", c.file("tuned.yaml", kSysctl)});
+  INFO(sysctl);
+  CHECK_THAT(sysctl, FailedWith("pods \"tuned\" is forbidden: violates PodSecurity "
+                                "\"baseline:latest\": forbidden sysctls (kernel.msgmax)"));
+  Result proc = c.kubectl({"apply", "-f", c.file("proc.yaml", kUnmasked)});
+  INFO(proc);
+  CHECK_THAT(proc, FailedWith("pods \"proc\" is forbidden: violates PodSecurity "
+                              "\"baseline:latest\": procMount (container \"app\" must not set "
+                              "securityContext.procMount to \"Unmasked\")"));
+  Result runtime = c.kubectl(
+      {"run", "rc", "--image=busybox", "--overrides={\"spec\":{\"runtimeClassName\":\"gvisor\"}}"});
+  INFO(runtime);
+  CHECK_THAT(runtime, FailedWith("Error from server (Forbidden): pods \"rc\" is forbidden: pod "
+                                 "rejected: RuntimeClass \"gvisor\" not found"));
+  CHECK_THAT(c.kubectl({"get", "pods", "tuned", "proc", "rc"}), FailedWith("NotFound"));
 }
 
 }  // namespace

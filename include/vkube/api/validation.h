@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace vkube::api {
 
 // RFC 1123 label: lowercase alphanumerics and '-', starts and ends
@@ -32,5 +34,26 @@ std::vector<std::string> validate_env_var_name(std::string_view value);
 // The relaxed rule Kubernetes 1.32 applies to container env names by default
 // (RelaxedEnvironmentVariableValidation): non-empty printable ASCII, no '='.
 std::vector<std::string> validate_relaxed_env_var_name(std::string_view value);
+
+// One Invalid value in an object's metadata, as kube's ValidateObjectMeta
+// reports it: the field path ("metadata.finalizers"), the offending value and
+// why.
+struct MetaError {
+  std::string field;
+  nlohmann::json value;
+  std::string detail;
+};
+
+// metadata.finalizers: each a qualified name; "orphan" and
+// "foregroundDeletion" not both. Non-string entries are left to decoding.
+std::vector<MetaError> validate_finalizers(const nlohmann::json& finalizers);
+// metadata.ownerReferences: apiVersion with a version, kind, name and uid
+// non-empty, no Event owner, at most one with controller=true.
+std::vector<MetaError> validate_owner_references(const nlohmann::json& refs);
+// kube's warnings for finalizer names without a domain path ("example.com/x"),
+// other than the standard ones; on update (`old` set) only for finalizers
+// the write adds.
+std::vector<std::string> finalizer_warnings(const nlohmann::json& finalizers,
+                                            const nlohmann::json* old);
 
 }  // namespace vkube::api

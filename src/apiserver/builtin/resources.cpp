@@ -100,6 +100,8 @@ std::vector<Kind> build() {
       {"storage.k8s.io", "v1", "CSIDriver", "csidrivers", false},
       {"storage.k8s.io", "v1", "CSINode", "csinodes", false},
       {"storage.k8s.io", "v1", "VolumeAttachment", "volumeattachments", false, {}, {}, true},
+      // node.k8s.io/v1
+      {"node.k8s.io", "v1", "RuntimeClass", "runtimeclasses", false},
       // scheduling.k8s.io/v1
       {"scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", false, {"pc"}},
       // admissionregistration.k8s.io/v1
