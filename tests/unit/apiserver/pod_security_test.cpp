@@ -108,11 +108,11 @@ TEST_CASE("a restricted namespace also wants non-root, dropped capabilities and 
         "pods \"plain\" is forbidden: violates PodSecurity \"restricted:latest\": "
         "allowPrivilegeEscalation != false (container \"app\" must set "
         "securityContext.allowPrivilegeEscalation=false), unrestricted capabilities (container "
-        "\"app\" must set securityContext.capabilities.drop=[\"ALL\"]), runAsNonRoot != true (pod "
-        "or container \"app\" must set securityContext.runAsNonRoot=true), seccompProfile (pod or "
+        "\"app\" must set securityContext.capabilities.drop=[\"ALL\"]), restricted volume types "
+        "(volume \"share\" uses restricted volume type \"nfs\"), runAsNonRoot != true (pod or "
+        "container \"app\" must set securityContext.runAsNonRoot=true), seccompProfile (pod or "
         "container \"app\" must set securityContext.seccompProfile.type to \"RuntimeDefault\" or "
-        "\"Localhost\"), restricted volume types (volume \"share\" uses restricted volume type "
-        "\"nfs\")");
+        "\"Localhost\")");
 
   // The pod-level settings cover its containers; NET_BIND_SERVICE may be added.
   json hardened = pod("hardened",
