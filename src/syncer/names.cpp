@@ -1,5 +1,7 @@
 #include "vkube/syncer/names.h"
 
+#include <openssl/evp.h>
+
 #include <cstdint>
 #include <cstdio>
 
@@ -13,13 +15,33 @@ using json = nlohmann::json;
 // hostname is cut there.
 constexpr size_t kMaxName = 63;
 
-uint64_t fnv1a64(std::string_view s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
+// Hex digits of the hash a shortened or ambiguous name carries: 80 bits of
+// SHA-256, so a tenant cannot search out a name that meets another's (a
+// second preimage); FNV, which this replaced, yields to arithmetic.
+constexpr size_t kHashDigits = 20;
+
+std::string hash_hex(std::string_view s) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(s.data(), s.size(), md, &len, EVP_sha256(), nullptr);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; out.size() < kHashDigits; ++i) {
+    out.push_back(kHex[md[i] >> 4]);
+    out.push_back(kHex[md[i] & 15]);
   }
-  return h;
+  return out;
+}
+
+// Whether name-x-ns can be split back into name and ns in one way only. Two
+// splits would put the second separator at most two characters after the
+// first (else the longer name holds a whole "-x-"); one character is
+// impossible ('x' is not '-'), two needs a name ending in "-x" and a
+// namespace starting with "x-": pod "a" of namespace "x-b" and pod "a-x" of
+// namespace "b" both read "a-x-x-b".
+bool readable(std::string_view ns, std::string_view name) {
+  return name.find("-x-") == std::string_view::npos && !name.ends_with("-x") &&
+         ns.find("-x-") == std::string_view::npos && !ns.starts_with("x-");
 }
 
 std::string str(const json& obj, const char* a, const char* b) {
@@ -42,15 +64,13 @@ std::string label_or_annotation(const json& obj, const char* where, std::string_
 
 std::string NameMapper::host_name(std::string_view ns, std::string_view name) const {
   std::string full = std::string(name) + "-x-" + std::string(ns) + "-x-" + tenant_;
-  if (full.size() <= kMaxName) return full;
-  char hash[17];
-  // The hash is of the triple itself: "a-x-b" in "c" and "a" in "b-x-c" differ.
-  std::snprintf(hash, sizeof hash, "%016llx",
-                static_cast<unsigned long long>(
-                    fnv1a64(std::string(name) + "/" + std::string(ns) + "/" + tenant_)));
-  std::string prefix = full.substr(0, kMaxName - 1 - 16);
+  if (full.size() <= kMaxName && readable(ns, name)) return full;
+  // The hash is of the triple with a separator no name can hold, so
+  // "a-x-b" in "c" and "a" in "b-x-c" differ. A hashed name ends in hex
+  // digits, a readable one in "-x-<tenant>": the two forms never meet.
+  std::string prefix = full.substr(0, kMaxName - 1 - kHashDigits);
   while (!prefix.empty() && (prefix.back() == '-' || prefix.back() == '.')) prefix.pop_back();
-  return prefix + "-" + hash;
+  return prefix + "-" + hash_hex(std::string(name) + "/" + std::string(ns) + "/" + tenant_);
 }
 
 void NameMapper::mark(json& host, const json& tenant_obj) const {
@@ -72,6 +92,11 @@ std::optional<Origin> NameMapper::origin(const json& host) const {
            label_or_annotation(host, "annotations", kUidAnnotation)};
   if (o.name.empty()) return std::nullopt;
   return o;
+}
+
+bool NameMapper::stands_for(const json& host, std::string_view ns, std::string_view name) const {
+  auto o = origin(host);
+  return o && o->ns == ns && o->name == name;
 }
 
 bool NameMapper::stale(const json& host, const json& tenant_obj) const {

@@ -48,7 +48,7 @@ Status SyncerImpl::reconcile_config(const char* plural, const std::string& key) 
   ObjectPtr tenant = cache.get(key);
   const std::string hkey = host_key(ns_of(key), name_of(key));
   ObjectPtr host = view.get(hkey);
-  if (host && !names_.origin(*host)) return Status::ok();  // not ours
+  if (host && !names_.stands_for(*host, ns_of(key), name_of(key))) return Status::ok();  // not ours
 
   const bool wanted = tenant && referenced(plural, key);
   if (!wanted) {
@@ -85,7 +85,7 @@ Status SyncerImpl::reconcile_service(const std::string& key) {
   ObjectPtr tenant = t_services->get(key);
   const std::string hkey = host_key(ns_of(key), name_of(key));
   ObjectPtr host = h_services->get(hkey);
-  if (host && !names_.origin(*host)) return Status::ok();
+  if (host && !names_.stands_for(*host, ns_of(key), name_of(key))) return Status::ok();
   if (key == "default/kubernetes") return Status::ok();  // the tenant's own API
 
   if (!tenant) {
@@ -99,14 +99,24 @@ Status SyncerImpl::reconcile_service(const std::string& key) {
     services.queue.add_after(key, std::chrono::milliseconds(200));
     return Status::ok();
   }
-  ObjectContext ctx{&names_, o_.host_namespace, owner()};
+  ObjectContext ctx{&names_, o_.host_namespace, owner(), &o_.host_policy};
   auto want = translate_service(*tenant, ctx);
-  if (!want.is_ok()) return want.status();
+  if (!want.is_ok() || want->is_null()) {
+    // Refused by the host policy (said once; a tenant change requeues it), or
+    // the tenant's own (ExternalName, answered by its DNS): no host copy.
+    if (!want.is_ok()) warn(*tenant, "SyncError", "not on the host: " + want.status().message());
+    if (host && !being_deleted(*host)) return host_delete(*h_services, "services", *host);
+    return Status::ok();
+  }
   record_managed_annotations(*want);
   if (!host) {
     Status s = host_create(*h_services, "services", *want);
     if (s.code() == Code::kConflict) {
       services.queue.add_after(key, std::chrono::milliseconds(100));
+      return Status::ok();
+    }
+    if (s.code() == Code::kInvalid) {  // the host refuses it: said once, not retried
+      warn(*tenant, "SyncError", s.message());
       return Status::ok();
     }
     VKUBE_RETURN_IF_ERROR(s);
@@ -148,7 +158,7 @@ Status SyncerImpl::reconcile_pvc(const std::string& key) {
   ObjectPtr tenant = t_pvcs->get(key);
   const std::string hkey = host_key(ns_of(key), name_of(key));
   ObjectPtr host = h_pvcs->get(hkey);
-  if (host && !names_.origin(*host)) return Status::ok();
+  if (host && !names_.stands_for(*host, ns_of(key), name_of(key))) return Status::ok();
   if (!tenant) {
     if (host && !being_deleted(*host)) return host_delete(*h_pvcs, "persistentvolumeclaims", *host);
     return Status::ok();

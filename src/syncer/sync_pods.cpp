@@ -83,6 +83,24 @@ bool projects_token(const json& pod) {
 
 }  // namespace
 
+std::optional<std::string> SyncerImpl::foreign_reference(const json& tpod) {
+  const std::string ns = str_at(tpod, "metadata", "namespace");
+  Refs refs = refs_of(tpod);
+  std::vector<std::pair<HostView*, std::string>> wanted;
+  for (const std::string& n : refs.secrets) wanted.emplace_back(h_secrets.get(), n);
+  for (const std::string& n : refs.configmaps) wanted.emplace_back(h_configmaps.get(), n);
+  for (const json& v : tpod.value("spec", json::object()).value("volumes", json::array()))
+    if (v.is_object() && v.contains("persistentVolumeClaim"))
+      wanted.emplace_back(h_pvcs.get(), str_at(v["persistentVolumeClaim"], "claimName"));
+  for (const auto& [view, name] : wanted) {
+    ObjectPtr host = view->get(host_key(ns, name));
+    if (host && !names_.stands_for(*host, ns, name))
+      return "host object " + str_at(*host, "metadata", "name") + " is not the host copy of " +
+             ns + "/" + name;
+  }
+  return std::nullopt;
+}
+
 Status SyncerImpl::ensure_api_access(const std::string& ns, const std::string& sa,
                                      std::string* secret) {
   // "<sa>-x-<ns>-x-<tenant>.sa-token": no tenant object maps to a name
@@ -124,7 +142,7 @@ PodContext SyncerImpl::pod_context() const {
   ctx.gpu = o_.gpu;
   ctx.dns_ip = o_.dns_ip;
   ctx.cluster_domain = o_.cluster_domain;
-  ctx.priority_class = o_.priority_class;
+  ctx.policy = &o_.host_policy;
   return ctx;
 }
 
@@ -148,8 +166,9 @@ Status SyncerImpl::reconcile_pod(const std::string& key) {
   ObjectPtr tenant = t_pods->get(key);
   const std::string hkey = host_key(ns, name);
   ObjectPtr host = h_pods->get(hkey);
-  if (host && !names_.origin(*host)) {
-    // Someone else's pod holds the name: leave it alone, say so.
+  if (host && !names_.stands_for(*host, ns, name)) {
+    // Someone else's pod holds the name (not vkube's, or recording another
+    // tenant object): leave it alone, say so.
     if (tenant) warn(*tenant, "SyncError", "host pod " + hkey + " exists and is not this tenant's");
     return Status::ok();
   }
@@ -213,6 +232,12 @@ Status SyncerImpl::reconcile_pod(const std::string& key) {
       ctx.token_secret = ctx.api_access_secret;
       if (!automount) ctx.api_access_secret.clear();
     }
+    // What the pod mounts must be the host copies of the tenant's objects,
+    // never a host object of another origin under the expected name.
+    if (auto foreign = foreign_reference(tpod)) {
+      warn(tpod, "SyncError", "cannot run on the host: " + *foreign);
+      return Status::ok();
+    }
     auto want = translate_pod(tpod, ctx);
     if (!want.is_ok()) {
       warn(tpod, "SyncError", "cannot run on the host: " + want.status().message());
@@ -225,10 +250,17 @@ Status SyncerImpl::reconcile_pod(const std::string& key) {
       return Status::ok();
     }
     if (s.code() == Code::kInvalid || s.code() == Code::kInternal ||
-        s.code() == Code::kAlreadyExists) {
+        s.code() == Code::kAlreadyExists || s.code() == Code::kForbidden) {
       // The host refuses it (its admission, its quota): the tenant learns why.
       warn(tpod, "SyncError", s.message());
     }
+    // A refusal that only a change of the pod can lift (the host's Pod
+    // Security level, validation, a name taken) is not retried: a tenant
+    // change requeues the pod. A full quota frees up: that one is retried.
+    const bool quota = s.message().find("exceeded quota") != std::string::npos;
+    if (s.code() == Code::kInvalid || s.code() == Code::kAlreadyExists ||
+        (s.code() == Code::kForbidden && !quota))
+      return Status::ok();
     return s;
   }
 

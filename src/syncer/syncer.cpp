@@ -33,6 +33,21 @@ std::string name_of(const std::string& key) {
 
 namespace {
 
+constexpr std::string_view kEnforceLabel = "pod-security.kubernetes.io/enforce";
+constexpr std::string_view kEnforceVersionLabel = "pod-security.kubernetes.io/enforce-version";
+// nodesim/local_pods.h reads it on `vkube host`.
+constexpr std::string_view kUnsandboxedLabel = "vkube.io/unsandboxed-local-pods";
+
+// Pod Security levels from the loosest; an unknown or missing level ranks
+// below all (kube reads an invalid level as the strictest, but here it is
+// what the syncer replaces).
+int pod_security_rank(std::string_view level) {
+  if (level == "privileged") return 1;
+  if (level == "baseline") return 2;
+  if (level == "restricted") return 3;
+  return 0;
+}
+
 // resourceVersions are opaque, but every server vkube meets (itself, etcd's
 // revisions) issues increasing integers; when one is not, the cache wins.
 std::optional<uint64_t> rv_number(const ObjectPtr& obj) {
@@ -366,20 +381,40 @@ bool SyncerImpl::sleep_for(std::chrono::milliseconds d) {
 Status SyncerImpl::ensure_host_basics() {
   const std::string ns_path = "/api/v1/namespaces/" + o_.host_namespace;
   auto got = host_->call("GET", ns_path);
+  // The host namespace always carries the operator's Pod Security level, so
+  // the host's own admission refuses a pod past it whatever the tenant's
+  // levels say (a tenant admin may relabel the tenant's namespaces).
+  json pod_security = {{std::string(kEnforceLabel), o_.host_pod_security},
+                       {std::string(kEnforceVersionLabel), "latest"}};
+  if (o_.unsandboxed_local_pods) pod_security[std::string(kUnsandboxedLabel)] = "true";
   if (got.code == 404 && o_.create_namespace) {
+    json labels = {{std::string(kManagedByLabel), std::string(kManagedByValue)},
+                   {std::string(kTenantLabel), o_.tenant}};
+    labels.update(pod_security);
     json ns = {{"apiVersion", "v1"},
                {"kind", "Namespace"},
-               {"metadata",
-                {{"name", o_.host_namespace},
-                 {"labels",
-                  {{std::string(kManagedByLabel), std::string(kManagedByValue)},
-                   {std::string(kTenantLabel), o_.tenant}}}}}};
+               {"metadata", {{"name", o_.host_namespace}, {"labels", std::move(labels)}}}};
     got = host_->call("POST", "/api/v1/namespaces", ns);
-    if (got.code == 409) got.code = 200;
+    if (got.code == 409) got = host_->call("GET", ns_path);
+  }
+  if (got.ok() && !o_.host_pod_security.empty()) {
+    const json labels = got.body.value("metadata", json::object()).value("labels", json::object());
+    const std::string have = labels.value(std::string(kEnforceLabel), "");
+    const bool opt_in_missing = o_.unsandboxed_local_pods &&
+                                labels.value(std::string(kUnsandboxedLabel), "") != "true";
+    if (pod_security_rank(have) < pod_security_rank(o_.host_pod_security) || opt_in_missing) {
+      auto p = host_->call("PATCH", ns_path, {{"metadata", {{"labels", pod_security}}}},
+                           "application/merge-patch+json");
+      if (!p.ok())
+        return Status::unavailable("host namespace " + o_.host_namespace +
+                                   " is labelled Pod Security '" + have + "', below the '" +
+                                   o_.host_pod_security + "' this tenant is given, and " +
+                                   "cannot be relabelled: " + p.message());
+    }
   }
   // A syncer confined to its namespace by a Role may not read the namespace
-  // object itself: the namespace it runs in exists, and the writes below
-  // will say so if not.
+  // object itself: the namespace it runs in exists (labelled by `vkube
+  // create` or the chart), and the writes below will say so if not.
   if (got.code == 403 && !o_.create_namespace) got.code = 200;
   if (!got.ok())
     return Status::unavailable("host namespace " + o_.host_namespace + ": " + got.message());
@@ -586,6 +621,7 @@ Status answer_status(const hostclient::Response& r, const std::string& what) {
   if (r.code == 0) return Status::unavailable(what + ": " + r.message());
   return Status(r.code == 404   ? Code::kNotFound
                 : r.code == 422 ? Code::kInvalid
+                : r.code == 403 ? Code::kForbidden
                                 : Code::kInternal,
                 what + ": " + std::to_string(r.code) + " " + r.message());
 }
@@ -604,7 +640,8 @@ Status SyncerImpl::host_create(HostView& view, const char* plural, const json& o
     // say so and back off.
     const std::string name = str_at(obj, "metadata", "name");
     auto got = host_->call("GET", host_path(plural) + "/" + name);
-    if (got.ok() && !names_.origin(got.body))
+    const auto want = names_.origin(obj);
+    if (got.ok() && (!want || !names_.stands_for(got.body, want->ns, want->name)))
       return Status::already_exists(std::string(plural) + " " + o_.host_namespace + "/" + name +
                                     " exists on the host and is not this tenant's");
     return Status::conflict("create " + name + ": the cache trails");

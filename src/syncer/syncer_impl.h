@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -106,6 +107,9 @@ class SyncerImpl final : public Syncer {
   Status reconcile_pod(const std::string& key);
   PodContext pod_context() const;
   Status delete_tenant_pod(const json& tpod);
+  // A ConfigMap, Secret or claim `tpod` uses whose host name holds a host
+  // object of another origin (described), else nullopt.
+  std::optional<std::string> foreign_reference(const json& tpod);
   // The host Secret with the credentials of tenant service account ns/sa
   // (created once; its name in *secret).
   Status ensure_api_access(const std::string& ns, const std::string& sa, std::string* secret);

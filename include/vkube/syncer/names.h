@@ -32,15 +32,20 @@ class NameMapper {
   explicit NameMapper(std::string tenant) : tenant_(std::move(tenant)) {}
 
   const std::string& tenant() const { return tenant_; }
-  // The host name of tenant object ns/name, at most 63 characters (a name
-  // that would be longer keeps a prefix and gains a 16-hex-digit hash of
-  // name, namespace and tenant). Dots in subdomain names are kept.
+  // The host name of tenant object ns/name, at most 63 characters, and
+  // never the same for two (ns, name): <name>-x-<ns>-x-<tenant> where that
+  // reads back one way only, else a prefix of it and a 20-hex-digit hash
+  // (SHA-256) of name, namespace and tenant. Dots in subdomain names are kept.
   std::string host_name(std::string_view ns, std::string_view name) const;
   // Sets the ownership labels and annotations on `host` for `tenant_obj`.
   void mark(nlohmann::json& host, const nlohmann::json& tenant_obj) const;
   // The tenant object `host` stands for; nullopt when it is not this
   // tenant's (another tenant's, or not vkube's at all).
   std::optional<Origin> origin(const nlohmann::json& host) const;
+  // `host` is this tenant's and records tenant object ns/name (of any UID).
+  // A host object under the expected name that records another origin is
+  // never adopted, replaced, deleted or mounted.
+  bool stands_for(const nlohmann::json& host, std::string_view ns, std::string_view name) const;
   // `host` stands for an earlier object of the same name: its recorded UID
   // is not the tenant object's.
   bool stale(const nlohmann::json& host, const nlohmann::json& tenant_obj) const;

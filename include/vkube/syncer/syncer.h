@@ -21,6 +21,7 @@
 
 #include "vkube/common/status.h"
 #include "vkube/gpu/translate.h"
+#include "vkube/syncer/host_policy.h"
 
 namespace vkube::apiserver {
 class ApiServer;
@@ -38,10 +39,21 @@ struct SyncerOptions {
   std::string tenant;            // the tenant's name (a DNS label); names host objects
   std::string host_namespace;    // where the tenant's objects live on the host
   bool create_namespace = true;  // create host_namespace when it is missing
-  gpu::HostGpuPolicy gpu;        // how GPU requests, scheduler name and queue labels translate
+  gpu::HostGpuPolicy gpu;        // how GPU requests translate
   std::string dns_ip;            // vkube's DNS for the tenant's pods; empty: the host's
   std::string cluster_domain = "cluster.local";
-  std::string priority_class;  // the host PriorityClass of every host pod; empty: none
+  // The operator's host policy: scheduler name, queue labels and priority
+  // class of every host pod, and what tenant pods and Services may ask of
+  // the host (see host_policy.h).
+  HostPolicy host_policy;
+  // The operator's Pod Security level for the host namespace: set as its
+  // enforce label (raised when looser), so the host refuses any pod past it
+  // whatever the tenant's own levels. Empty: the label is left as it is.
+  std::string host_pod_security = "baseline";
+  // On `vkube host`: label the host namespace so that the tenant's pods of
+  // the vkube image run as processes of the machine, not sandboxed
+  // (vkube.io/unsandboxed-local-pods=true). The operator's choice, for tests.
+  bool unsandboxed_local_pods = false;
   // Service account credentials: each tenant service account a pod runs as
   // gets a host Secret with a token for the tenant's API, the tenant's CA
   // (ca_pem) and the namespace, mounted where kube mounts them; host pods
