@@ -110,8 +110,9 @@ bool in_real_pod() {
   return in_pod() && account_dir() == kAccountDir;
 }
 
-Result<gpu::HostGpuPolicy> policy_of(const SyncFlags& f) {
-  gpu::HostGpuPolicy p;
+// The GPU stack's policy, and what the host policy injects into every host
+// pod: the scheduler name, queue labels and priority class.
+Status policy_of(const SyncFlags& f, gpu::HostGpuPolicy& p, syncer::HostPolicy& host) {
   const std::string& mode = *f.gpu_sharing;
   if (mode == "milli")
     p.fractions = gpu::FractionMode::kMilli;
@@ -121,7 +122,7 @@ Result<gpu::HostGpuPolicy> policy_of(const SyncFlags& f) {
     p.fractions = gpu::FractionMode::kHami;
   else if (mode == "kai") {
     p.fractions = gpu::FractionMode::kKai;
-    p.scheduler_name = "kai-scheduler";
+    host.scheduler_name = "kai-scheduler";
   } else {
     return Status::invalid("--host-gpu-sharing must be milli, time-slicing, hami or kai, got '" +
                            mode + "'");
@@ -132,15 +133,16 @@ Result<gpu::HostGpuPolicy> policy_of(const SyncFlags& f) {
     p.mig = gpu::MigMode::kSmallestFit;
   else
     return Status::invalid("--host-mig must be as-is or smallest-fit, got '" + *f.mig + "'");
-  if (!f.scheduler_name->empty()) p.scheduler_name = *f.scheduler_name;
+  if (!f.scheduler_name->empty()) host.scheduler_name = *f.scheduler_name;
   for (const std::string& kv : split_list(*f.queue_labels)) {
     auto eq = kv.find('=');
     if (eq == std::string::npos || eq == 0)
       return Status::invalid("--host-pod-labels: expected key=value, got '" + kv + "'");
-    p.labels[kv.substr(0, eq)] = kv.substr(eq + 1);
+    host.labels[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
+  host.priority_class = *f.priority_class;
   p.gpu_memory_mib = *f.gpu_memory_mib;
-  return p;
+  return Status::ok();
 }
 
 // Writes the tenant's admin kubeconfig into a Secret of its host namespace
@@ -213,7 +215,9 @@ Component kubeconfig_secret(std::unique_ptr<hostclient::Client> client, const st
 Result<std::vector<Component>> sync_components(const SyncFlags& f, const std::string& tenant,
                                                const std::string& listen_host,
                                                const std::string& data_dir,
-                                               const std::string& gpu_quota) {
+                                               const std::string& gpu_quota,
+                                               syncer::HostPolicy policy,
+                                               std::shared_ptr<const syncer::HostPolicy>* admission) {
   std::vector<Component> out;
   const bool pod = in_pod();
   if (f.host_kubeconfig->empty() && !pod) return out;
@@ -232,11 +236,10 @@ Result<std::vector<Component>> sync_components(const SyncFlags& f, const std::st
   // In its own namespace (a pod), the syncer neither creates nor needs to read it.
   if (pod && f.host_kubeconfig->empty() && so.host_namespace == config->ns)
     so.create_namespace = false;
-  auto policy = policy_of(f);
-  if (!policy.is_ok()) return policy.status();
-  so.gpu = std::move(policy).value();
+  VKUBE_RETURN_IF_ERROR(policy_of(f, so.gpu, policy));
+  so.host_policy = policy;
+  if (admission != nullptr) *admission = std::make_shared<const syncer::HostPolicy>(policy);
   so.cluster_domain = *f.cluster_domain;
-  so.priority_class = *f.priority_class;
   if (!gpu_quota.empty()) {
     auto quota = gpu::parse_gpu_quota(gpu_quota);
     if (!quota.is_ok()) return quota.status();

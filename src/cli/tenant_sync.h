@@ -8,6 +8,7 @@
 
 #include "flags.h"
 #include "tenant.h"
+#include "vkube/syncer/host_policy.h"
 
 namespace vkube::cli {
 
@@ -39,10 +40,14 @@ SyncFlags add_sync_flags(FlagSet& flags);
 // ResourceQuota mirrored on the host namespace (null: none).
 // `data_dir` holds the tenant's CA (pki/ca.crt) for the pods' credentials;
 // `gpu_quota` (as --gpu-quota; empty: none) is mirrored on the host
-// namespace as a ResourceQuota.
-Result<std::vector<Component>> sync_components(const SyncFlags& flags, const std::string& tenant,
-                                               const std::string& listen_host,
-                                               const std::string& data_dir,
-                                               const std::string& gpu_quota = "");
+// namespace as a ResourceQuota. `policy` says what the operator allows
+// (--host-policy-file, --allowed-*); the host flags add what it injects.
+// With a host, the complete policy also goes to `*admission` (the tenant's
+// admission applies it); without one, `*admission` is left as it is.
+Result<std::vector<Component>> sync_components(
+    const SyncFlags& flags, const std::string& tenant, const std::string& listen_host,
+    const std::string& data_dir, const std::string& gpu_quota = "",
+    syncer::HostPolicy policy = {},
+    std::shared_ptr<const syncer::HostPolicy>* admission = nullptr);
 
 }  // namespace vkube::cli

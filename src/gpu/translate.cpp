@@ -184,8 +184,6 @@ Status translate_for_host(json& pod, const HostGpuPolicy& policy) {
     meta.erase("annotations");
   else
     meta["annotations"] = std::move(annotations);
-  if (!policy.scheduler_name.empty()) pod["spec"]["schedulerName"] = policy.scheduler_name;
-  for (const auto& [k, v] : policy.labels) meta["labels"][k] = v;
   return Status::ok();
 }
 

@@ -45,6 +45,13 @@ Result<json> translate_config(const json& tenant_obj, const ObjectContext& ctx) 
 }
 
 Result<json> translate_service(const json& tenant_svc, const ObjectContext& ctx) {
+  if (tenant_only_service(tenant_svc)) return json(nullptr);
+  static const HostPolicy kDefaults;
+  const auto refused = service_violations(ctx.policy ? *ctx.policy : kDefaults,
+                                          tenant_svc.value("spec", json::object()));
+  if (!refused.empty())
+    return Status(Code::kForbidden,
+                  "refused by the tenant's host policy: " + join_violations(refused, "spec."));
   auto host = host_shell(tenant_svc, ctx);
   if (!host.is_ok()) return host.status();
   const json tspec = tenant_svc.value("spec", json::object());

@@ -163,11 +163,6 @@ Result<json> translate_pod(const json& tenant_pod, const PodContext& ctx) {
     while (!hostname.empty() && hostname.back() == '-') hostname.pop_back();
     if (!hostname.empty()) spec["hostname"] = hostname;
   }
-  // Priority is the tenant's as a whole, set by the operator: a tenant
-  // cannot outrank the others by naming a class of its own.
-  spec.erase("priority");
-  spec.erase("priorityClassName");
-  if (!ctx.priority_class.empty()) spec["priorityClassName"] = ctx.priority_class;
   if (auto vs = spec.find("volumes"); vs != spec.end() && vs->is_array())
     for (json& v : *vs) rename_volume(v, ctx, ns);
   if (auto ps = spec.find("imagePullSecrets"); ps != spec.end() && ps->is_array())
@@ -228,6 +223,8 @@ Result<json> translate_pod(const json& tenant_pod, const PodContext& ctx) {
   }
   host["spec"] = std::move(spec);
   VKUBE_RETURN_IF_ERROR(gpu::translate_for_host(host, ctx.gpu));
+  static const HostPolicy kDefaults;
+  VKUBE_RETURN_IF_ERROR(apply_pod_policy(ctx.policy ? *ctx.policy : kDefaults, host));
   return host;
 }
 

@@ -13,14 +13,13 @@
 //   MIG slices                   kAsIs: kept; kSmallestFit: the smallest profile the host
 //                                offers with at least the compute and memory asked for
 //
-// The scheduler name and queue labels come from the policy, never from the
-// tenant, and annotations the host's GPU stack owns (gpu.vkube.io/allocation,
+// Annotations the host's GPU stack owns (gpu.vkube.io/allocation,
 // hami.io/vgpu-*, volcano.sh/devices-to-allocate, runai-gpu-group) are removed
-// from what the tenant sent.
+// from what the tenant sent. The scheduler name and queue labels are the
+// operator's host policy's (vkube/syncer/host_policy.h), not this step's.
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -41,10 +40,6 @@ struct HostGpuPolicy {
   // The host GPUs' memory, to turn a share into MiB (kHami) or MiB into a
   // share (kMilli, kTimeSlicing).
   int64_t gpu_memory_mib = 81920;
-  // Set on every host pod when not empty (e.g. "kai-scheduler").
-  std::string scheduler_name;
-  // Set on every host pod (e.g. {"kai.scheduler/queue": "team-a"}).
-  std::map<std::string, std::string> labels;
 };
 
 // Rewrites `pod` (a copy bound for the host) in place. kInvalid for a

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "vkube/common/status.h"
+#include "vkube/syncer/host_policy.h"
 #include "vkube/syncer/names.h"
 
 namespace vkube::syncer {
@@ -13,6 +14,8 @@ struct ObjectContext {
   const NameMapper* names = nullptr;
   std::string host_namespace;
   nlohmann::json owner = nullptr;  // ownerReference to the tenant's anchor object
+  // The operator's host policy (Service types); null: HostPolicy's defaults.
+  const HostPolicy* policy = nullptr;
 };
 
 // ConfigMap or Secret: data, binaryData, stringData, type and immutable kept
@@ -24,7 +27,10 @@ Result<nlohmann::json> translate_config(const nlohmann::json& tenant_obj, const 
 // the cluster IP is the host's to assign (a headless Service stays
 // headless); the selector also requires the tenant namespace label, so it
 // picks only this tenant namespace's pods among all those in the host
-// namespace.
+// namespace. The host policy decides first (service_violations): kForbidden
+// for what it refuses (a type the operator does not allow, externalIPs); null
+// (no host object) for a Service that stays in the tenant (ExternalName,
+// which the tenant's DNS answers).
 Result<nlohmann::json> translate_service(const nlohmann::json& tenant_svc,
                                          const ObjectContext& ctx);
 

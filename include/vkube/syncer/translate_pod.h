@@ -10,6 +10,7 @@
 
 #include "vkube/common/status.h"
 #include "vkube/gpu/translate.h"
+#include "vkube/syncer/host_policy.h"
 #include "vkube/syncer/names.h"
 
 namespace vkube::syncer {
@@ -25,7 +26,10 @@ struct PodContext {
   const NameMapper* names = nullptr;
   std::string host_namespace;        // the tenant's namespace on the host
   nlohmann::json owner = nullptr;    // ownerReference to the tenant's anchor object
-  gpu::HostGpuPolicy gpu;            // scheduler name, labels, GPU stack
+  gpu::HostGpuPolicy gpu;            // the host's GPU stack
+  // The operator's host policy (scheduler name, queue labels, priority
+  // class, what is allowed); null: HostPolicy's safe defaults.
+  const HostPolicy* policy = nullptr;
   std::vector<ServiceEnv> services;  // the tenant namespace's Services
   std::string dns_ip;                // vkube's DNS for the tenant; empty: keep dnsPolicy
   // A host Secret (key "token") with the tenant service account's token, in
@@ -33,9 +37,6 @@ struct PodContext {
   // with a host token); empty: those sources are dropped.
   std::string token_secret;
   std::string cluster_domain = "cluster.local";
-  // The host PriorityClass every host pod gets; empty: none. The tenant's
-  // own priority classes exist only in the tenant, so they never travel.
-  std::string priority_class;
   // A host Secret (keys token, ca.crt, namespace) with the pod's service
   // account credentials for the tenant's API, mounted where kube mounts
   // them (/var/run/secrets/kubernetes.io/serviceaccount) in every container
@@ -60,9 +61,11 @@ struct PodContext {
 // - downward-API references to metadata.name/namespace/uid read the
 //   tenant's (from the ownership marks), not the host pod's;
 // - a dnsConfig pointing at vkube's DNS with the tenant's search path;
-// - GPU requests, scheduler name and queue labels per the tenant's policy;
-//   the priority class the tenant's (ctx.priority_class), not the pod's.
-// kInvalid when the pod's GPU request cannot be served by the host.
+// - GPU requests per ctx.gpu;
+// - then the operator's host policy (apply_pod_policy): its scheduler name,
+//   queue labels and priority class, never the tenant's.
+// kInvalid when the pod's GPU request cannot be served by the host,
+// kForbidden when the host policy refuses the pod.
 Result<nlohmann::json> translate_pod(const nlohmann::json& tenant_pod, const PodContext& ctx);
 
 }  // namespace vkube::syncer

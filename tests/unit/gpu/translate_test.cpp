@@ -44,8 +44,6 @@ HostGpuPolicy policy(FractionMode f, MigMode m = MigMode::kAsIs) {
 
 TEST_CASE("tenant GPU requests translate to each host GPU stack", "[gpu]") {
   HostGpuPolicy kai = policy(FractionMode::kKai);
-  kai.scheduler_name = "kai-scheduler";
-  kai.labels = {{"kai.scheduler/queue", "team-a"}};
   const std::vector<Row> rows = {
       {"whole GPUs stay as they are", policy(FractionMode::kHami), pod({{"nvidia.com/gpu", "2"}}),
        pod({{"nvidia.com/gpu", "2"}})},
@@ -67,12 +65,10 @@ TEST_CASE("tenant GPU requests translate to each host GPU stack", "[gpu]") {
        pod({{"nvidia.com/gpu", "1"},
             {"nvidia.com/gpumem", "8000"},
             {"nvidia.com/gpucores", "10"}})},
-      {"KAI: annotation, its scheduler and queue", kai, pod({{"vkube.io/gpu-milli", "250"}}),
+      {"KAI: its annotation (scheduler and queue are the host policy's)", kai, pod({{"vkube.io/gpu-milli", "250"}}),
        [] {
          json p = pod(json::object(), {{"gpu-fraction", "0.25"}});
          p["spec"]["containers"][0]["resources"] = both(json::object());
-         p["spec"]["schedulerName"] = "kai-scheduler";
-         p["metadata"]["labels"] = {{"kai.scheduler/queue", "team-a"}};
          return p;
        }()},
       {"KAI names the container when there are several", policy(FractionMode::kKai),

@@ -35,6 +35,10 @@ TEST_CASE("config maps, secrets and services become their host objects (golden)"
                      {"kind", "ConfigMap"},
                      {"name", "vkube-anchor"},
                      {"uid", "anchor-uid"}}};
+  // The golden Service is a NodePort one: this operator allows them.
+  vkube::syncer::HostPolicy node_ports;
+  node_ports.service_types = {"ClusterIP", "NodePort"};
+  ctx.policy = &node_ports;
   const json in = read_json(golden_path(__FILE__, "objects.in.json"));
   json got = json::object();
   for (const char* k : {"configmap", "secret"}) {

@@ -9,6 +9,7 @@
 #include "vkube/syncer/translate_pod.h"
 
 using json = nlohmann::json;
+using vkube::syncer::HostPolicy;
 using vkube::syncer::NameMapper;
 using vkube::syncer::PodContext;
 using vkube::testing::check_golden;
@@ -17,6 +18,18 @@ using vkube::testing::read_json;
 
 namespace {
 
+// The operator's: its scheduler, queue label and priority class.
+const HostPolicy& operator_policy() {
+  static const HostPolicy p = [] {
+    HostPolicy p;
+    p.scheduler_name = "vkube-scheduler";
+    p.labels = {{"kueue.x-k8s.io/queue-name", "team-a"}};
+    p.priority_class = "vkube-tenant-team-a";
+    return p;
+  }();
+  return p;
+}
+
 PodContext context(const NameMapper& names) {
   PodContext ctx;
   ctx.names = &names;
@@ -24,12 +37,10 @@ PodContext context(const NameMapper& names) {
   ctx.owner = {
       {"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"name", "vkube-anchor"}, {"uid", "anchor-uid"}};
   ctx.gpu.fractions = vkube::gpu::FractionMode::kMilli;
-  ctx.gpu.scheduler_name = "vkube-scheduler";
-  ctx.gpu.labels = {{"kueue.x-k8s.io/queue-name", "team-a"}};
+  ctx.policy = &operator_policy();
   ctx.services = {{"redis", "10.96.0.20", {{"", {{"port", 6379}, {"protocol", "TCP"}}}}},
                   {"headless", "None", {{"", {{"port", 80}}}}}};
   ctx.dns_ip = "10.96.0.10";
-  ctx.priority_class = "vkube-tenant-team-a";
   ctx.api_access_secret = "trainer-x-ml-x-team-a.sa-token";
   ctx.api_host = "10.244.9.7";
   ctx.api_port = 6443;
@@ -105,7 +116,9 @@ TEST_CASE("the tenant's API credentials are mounted where kube mounts them", "[s
   // Without credentials (no --api-advertise), nothing is added.
   ctx.api_access_secret.clear();
   ctx.api_host.clear();
-  ctx.priority_class.clear();
+  HostPolicy no_priority = operator_policy();
+  no_priority.priority_class.clear();
+  ctx.policy = &no_priority;
   host = vkube::syncer::translate_pod(pod, ctx);
   REQUIRE(host.is_ok());
   CHECK_FALSE((*host)["spec"].contains("volumes"));
