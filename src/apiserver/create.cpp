@@ -135,6 +135,7 @@ http::Response create_object(Context& c, json obj, bool track, bool may_defer) {
   if (auto err = validate_object(c, obj, nullptr)) return error_response(*err);
   if (auto err = admit_namespace(c, c.info.namespace_, name)) return error_response(*err);
   if (auto err = admit_pod_security(c, obj, nullptr)) return error_response(*err);
+  if (auto err = admit_host_policy(c, obj, nullptr, name)) return error_response(*err);
   if (dynamic) {
     AdmissionRequest a{"CREATE", "", name, c.info.namespace_, obj, nullptr,
                        write_options(c, "CreateOptions")};

@@ -197,6 +197,11 @@ std::optional<ApiError> admit_runtime_class(Context& c, json& pod);
 // Admission for writes into a namespace: it must exist and not be terminating.
 std::optional<ApiError> admit_namespace(Context& c, const std::string& ns,
                                         const std::string& name);
+// The operator's host policy (host_policy_admission.cpp): kForbidden for a
+// pod or Service it refuses (on update: only what `old` did not already
+// have), warnings for a workload's pod template; nothing without a host.
+std::optional<ApiError> admit_host_policy(Context& c, const json& obj, const json* old,
+                                          const std::string& name);
 // GPU quota admission (gpu_quota.cpp): kForbidden with kube ResourceQuota's
 // message for a pod past the tenant's GPU quota; what an admitted pod counts
 // is reserved until its write is seen, or release_gpu_quota after it failed.

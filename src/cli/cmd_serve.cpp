@@ -3,12 +3,16 @@
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 
+#include "../apiserver/apply/yaml_json.h"
 #include "command.h"
 #include "tenant.h"
 #include "tenant_sync.h"
 #include "vkube/common/log.h"
 #include "vkube/gpu/quota.h"
+#include "vkube/syncer/host_policy.h"
 
 namespace vkube::cli {
 
@@ -44,18 +48,89 @@ std::vector<std::string> split_list(const std::string& text) {
   return out;
 }
 
+namespace {
+
+struct PolicyFlags {
+  std::string* file;
+  std::string* tolerations;
+  std::string* node_keys;
+  std::string* runtime_classes;
+  std::string* service_types;
+};
+
+PolicyFlags add_policy_flags(FlagSet& f) {
+  PolicyFlags p;
+  p.file = &f.add_string(
+      "host-policy-file", "",
+      "the operator's host policy (YAML: allowedTolerations, allowedNodeSelectorKeys, "
+      "allowedRuntimeClasses, allowedServiceTypes); the --allowed-* flags override it");
+  p.tolerations = &f.add_string(
+      "allowed-tolerations", "",
+      "taints tenant pods may tolerate, key[=value][:effect],... or none (default: the "
+      "node-condition taints and nvidia.com/gpu)");
+  p.node_keys = &f.add_string(
+      "allowed-node-selector-keys", "",
+      "node labels tenant pods may select and spread on, key or prefix*,... or none (default: "
+      "nvidia.com/gpu.*, nvidia.com/mig.*, topology zone and region, arch, os, instance type)");
+  p.runtime_classes = &f.add_string("allowed-runtime-classes", "",
+                                    "runtimeClassNames tenant pods may use, ... (default: none)");
+  p.service_types = &f.add_string(
+      "allowed-service-types", "",
+      "Service types copied to the host: ClusterIP, NodePort, LoadBalancer (default: ClusterIP; "
+      "ExternalName stays in the tenant)");
+  return p;
+}
+
+// The operator's host policy from its file and flags (what it allows; the
+// host flags add what it injects).
+Result<syncer::HostPolicy> host_policy(const PolicyFlags& f) {
+  syncer::HostPolicy p;
+  if (!f.file->empty()) {
+    std::ifstream in(*f.file);
+    if (!in) return Status::invalid("--host-policy-file: cannot read " + *f.file);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto doc = apiserver::apply::yaml_to_json(text);
+    if (!doc.is_ok()) return Status::invalid("--host-policy-file: " + doc.status().message());
+    Status s = syncer::merge_policy_file(*doc, p);
+    if (!s.is_ok()) return Status::invalid("--host-policy-file " + *f.file + ": " + s.message());
+  }
+  auto flag = [](const char* name, const std::string& text, auto parse, auto& into) -> Status {
+    if (text.empty()) return Status::ok();
+    auto v = parse(text);
+    if (!v.is_ok()) return Status::invalid(std::string("--") + name + ": " + v.status().message());
+    into = std::move(v).value();
+    return Status::ok();
+  };
+  VKUBE_RETURN_IF_ERROR(
+      flag("allowed-tolerations", *f.tolerations, syncer::parse_toleration_rules, p.tolerations));
+  VKUBE_RETURN_IF_ERROR(flag("allowed-node-selector-keys", *f.node_keys,
+                             syncer::parse_node_label_keys, p.node_label_keys));
+  VKUBE_RETURN_IF_ERROR(flag("allowed-runtime-classes", *f.runtime_classes,
+                             syncer::parse_runtime_classes, p.runtime_classes));
+  VKUBE_RETURN_IF_ERROR(flag("allowed-service-types", *f.service_types, syncer::parse_service_types,
+                             p.service_types));
+  return p;
+}
+
+}  // namespace
+
 int run_serve(const Args& args) {
   FlagSet flags("serve",
                 "Serve one tenant's Kubernetes API. On first start it creates a CA, serving and\n"
                 "admin certificates under --data-dir and writes DIR/admin.kubeconfig.");
   auto log_flags = add_log_flags(flags);
-  std::string& data_dir = flags.add_string("data-dir", "", "state directory (store, certificates, kubeconfig)");
-  std::string& listen = flags.add_string("listen", "127.0.0.1:6443", "HOST:PORT to serve on (port 0: any free port)");
-  std::string& sans = flags.add_string("tls-san", "", "extra serving certificate names, comma-separated");
-  std::string& name = flags.add_string("name", "vkube", "tenant name (kubeconfig cluster and context)");
-  std::string& token_file = flags.add_string(
-      "token-auth-file", "",
-      "static bearer tokens, one user a line: token,user,uid,\"group1,group2\" (as kube-apiserver)");
+  std::string& data_dir =
+      flags.add_string("data-dir", "", "state directory (store, certificates, kubeconfig)");
+  std::string& listen =
+      flags.add_string("listen", "127.0.0.1:6443", "HOST:PORT to serve on (port 0: any free port)");
+  std::string& sans =
+      flags.add_string("tls-san", "", "extra serving certificate names, comma-separated");
+  std::string& name =
+      flags.add_string("name", "vkube", "tenant name (kubeconfig cluster and context)");
+  std::string& token_file =
+      flags.add_string("token-auth-file", "",
+                       "static bearer tokens, one user a line: token,user,uid,\"group1,group2\" "
+                       "(as kube-apiserver)");
   std::string& sa_alg = flags.add_string(
       "service-account-signing-alg", "ES256",
       "JWS algorithm of service-account tokens: ES256 (ECDSA P-256) or RS256 (RSA 2048)");
@@ -68,12 +143,16 @@ int run_serve(const Args& args) {
       "the tenant's GPU quota, checked at pod create: gpus=N (whole GPUs), milli=N (all GPU in "
       "thousandths), model:<nvidia.com/gpu.product>=N (GPUs on that model), comma-separated");
   SyncFlags sync_flags = add_sync_flags(flags);
+  PolicyFlags policy_flags = add_policy_flags(flags);
   if (int rc = parse_or_exit(flags, log_flags, args); rc >= 0) return rc;
   if (data_dir.empty()) return fail("--data-dir is required");
   if (pod_security != "privileged" && pod_security != "baseline" && pod_security != "restricted")
-    return fail("--pod-security must be privileged, baseline or restricted, got '" + pod_security + "'");
+    return fail("--pod-security must be privileged, baseline or restricted, got '" + pod_security +
+                "'");
   if (auto q = gpu::parse_gpu_quota(gpu_quota); !q.is_ok())
     return fail("--gpu-quota: " + q.status().message());
+  auto policy = host_policy(policy_flags);
+  if (!policy.is_ok()) return fail(policy.status().message());
 
   block_signals();
   const auto t0 = std::chrono::steady_clock::now();
@@ -87,15 +166,17 @@ int run_serve(const Args& args) {
   o.gpu_quota = gpu_quota;
   o.tls_sans = split_list(sans);
   std::string listen_host = listen.substr(0, listen.rfind(':'));
-  auto components = sync_components(sync_flags, name, listen_host == "0.0.0.0" ? "127.0.0.1" : listen_host,
-                                    data_dir, gpu_quota);
+  auto components =
+      sync_components(sync_flags, name, listen_host == "0.0.0.0" ? "127.0.0.1" : listen_host,
+                      data_dir, gpu_quota, std::move(policy).value(), &o.host_policy);
   if (!components.is_ok()) return fail(components.status().message());
   o.components = std::move(components).value();
   auto tenant = Tenant::start(o);
   if (!tenant.is_ok()) return fail(tenant.status().message());
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  VKUBE_LOG(info, "serving", {"url", (*tenant)->url()}, {"kubeconfig", (*tenant)->kubeconfig_path()},
-            {"startup_ms", ms});
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  VKUBE_LOG(info, "serving", {"url", (*tenant)->url()},
+            {"kubeconfig", (*tenant)->kubeconfig_path()}, {"startup_ms", ms});
   std::printf("vkube is serving %s\n  export KUBECONFIG=%s\n  kubectl get namespaces\n",
               (*tenant)->url().c_str(), (*tenant)->kubeconfig_path().c_str());
   std::fflush(stdout);

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <map>
 #include <thread>
+#include <tuple>
 
 #include "command.h"
 #include "kinds.h"
@@ -22,6 +23,7 @@
 #include "vkube/gpu/quota.h"
 #include "vkube/gpu/resources.h"
 #include "vkube/hostclient/client.h"
+#include "vkube/syncer/host_policy.h"
 
 namespace vkube::cli {
 
@@ -357,6 +359,17 @@ int run_create(const Args& args) {
   std::string& sharing = flags.add_string(
       "gpu-sharing", "milli",
       "how GPU shares reach the host: milli (vkube host), time-slicing, hami or kai");
+  std::string& tolerations = flags.add_string(
+      "allowed-tolerations", "",
+      "the host policy: taints the tenant's pods may tolerate, key[=value][:effect],... or none");
+  std::string& node_keys = flags.add_string(
+      "allowed-node-selector-keys", "",
+      "the host policy: node labels the tenant's pods may select, key or prefix*,... or none");
+  std::string& runtime_classes = flags.add_string(
+      "allowed-runtime-classes", "", "the host policy: runtimeClassNames the tenant may use");
+  std::string& service_types = flags.add_string(
+      "allowed-service-types", "",
+      "the host policy: Service types copied to the host (default ClusterIP)");
   std::string& image = flags.add_string("image", "", "the vkube image (default: the manifest's)");
   int64_t& timeout =
       flags.add_int("timeout-seconds", 120, "how long to wait for the tenant to answer");
@@ -373,12 +386,25 @@ int run_create(const Args& args) {
     return fail("--gpu-sharing must be milli, time-slicing, hami or kai, got '" + sharing + "'");
   if (auto q = gpu::parse_gpu_quota(gpu_quota); !q.is_ok())
     return fail("--gpu-quota: " + q.status().message());
+  // Checked here as `vkube serve` will check them, so a typo fails now.
+  if (auto t = syncer::parse_toleration_rules(tolerations); !t.is_ok())
+    return fail("--allowed-tolerations: " + t.status().message());
+  for (auto [flag, text, parse] :
+       {std::tuple{"allowed-node-selector-keys", &node_keys, &syncer::parse_node_label_keys},
+        std::tuple{"allowed-runtime-classes", &runtime_classes, &syncer::parse_runtime_classes},
+        std::tuple{"allowed-service-types", &service_types, &syncer::parse_service_types}})
+    if (auto v = parse(*text); !v.is_ok())
+      return fail(std::string("--") + flag + ": " + v.status().message());
 
   const auto t0 = Clock::now();
   auto host = connect_host(hf);
   if (!host.is_ok()) return fail(host.status().message());
   Client& c = *host->client;
   TenantSpec spec{name, tenant_host_namespace(name), image, pod_security, sharing, gpu_quota};
+  spec.allowed_tolerations = tolerations;
+  spec.allowed_node_selector_keys = node_keys;
+  spec.allowed_runtime_classes = runtime_classes;
+  spec.allowed_service_types = service_types;
   if (Status st = create_tenant(c, spec); !st.is_ok()) return fail(st.message());
   const double applied_ms = ms_since(t0);
   if (!wait) {

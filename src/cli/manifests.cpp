@@ -120,6 +120,10 @@ Result<std::vector<json>> tenant_objects(std::string_view yaml, const TenantSpec
       set_flag(args, "pod-security", spec.pod_security);
       set_flag(args, "host-gpu-sharing", spec.gpu_sharing);
       set_flag(args, "gpu-quota", spec.gpu_quota);
+      set_flag(args, "allowed-tolerations", spec.allowed_tolerations);
+      set_flag(args, "allowed-node-selector-keys", spec.allowed_node_selector_keys);
+      set_flag(args, "allowed-runtime-classes", spec.allowed_runtime_classes);
+      set_flag(args, "allowed-service-types", spec.allowed_service_types);
     }
   }
   return out;

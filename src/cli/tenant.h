@@ -17,6 +17,9 @@ class ApiServer;
 namespace vkube::controllers {
 class Informers;
 }
+namespace vkube::syncer {
+struct HostPolicy;
+}
 
 namespace vkube::cli {
 
@@ -51,6 +54,8 @@ struct TenantOptions {
   std::string pod_security = "baseline";
   // The tenant's GPU quota, as --gpu-quota (gpu::parse_gpu_quota); empty: none.
   std::string gpu_quota;
+  // The operator's host policy, checked at admission (only with a host).
+  std::shared_ptr<const syncer::HostPolicy> host_policy;
   std::vector<Component> components;
 };
 

@@ -16,6 +16,10 @@
 #include "vkube/http/server.h"
 #include "vkube/storage/backend.h"
 
+namespace vkube::syncer {
+struct HostPolicy;
+}
+
 namespace vkube::apiserver {
 
 struct UserInfo {
@@ -92,6 +96,10 @@ struct Options {
   // The tenant's GPU quota (gpu::parse_gpu_quota), enforced at pod create
   // with kube ResourceQuota's 403; empty: none.
   gpu::GpuQuota gpu_quota;
+  // The operator's host policy of a tenant with a host (a syncer): pods and
+  // Services it refuses are refused at create and update (403), workload
+  // templates it refuses get warnings; null: no host, nothing checked.
+  std::shared_ptr<const syncer::HostPolicy> host_policy;
   // Requests handled at once before 429 (mutating and read-only).
   size_t max_requests_inflight = 400;
   size_t max_mutating_inflight = 200;

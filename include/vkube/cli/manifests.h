@@ -35,6 +35,12 @@ struct TenantSpec {
   std::string pod_security = "baseline";
   std::string gpu_sharing = "milli";
   std::string gpu_quota;  // as --gpu-quota; empty: none
+  // The operator's host policy, as the `vkube serve` flags of the same
+  // names (empty: the defaults).
+  std::string allowed_tolerations;
+  std::string allowed_node_selector_keys;
+  std::string allowed_runtime_classes;
+  std::string allowed_service_types;
 };
 
 // kInvalid naming the problem with a tenant's name.
