@@ -4,9 +4,11 @@
 // message, so a tenant learns at `kubectl apply`, not when the host refuses
 // the pod; the warn level answers Warning headers, for pods and for the
 // workloads that template them (kube never refuses a Deployment, it warns).
-// Unlabelled namespaces enforce the server's default (baseline for tenants,
-// privileged for the host). vkube keeps no audit log, so the audit labels are
-// checked for validity only.
+// Unlabelled namespaces enforce the server's level (baseline for tenants,
+// privileged for the host). That level is also the operator's ceiling: a
+// tenant admin may label a namespace stricter, never looser (docs/security.md),
+// so a looser enforce label is clamped to it, with a warning when it is set.
+// vkube keeps no audit log, so the audit labels are checked for validity only.
 #include <algorithm>
 #include <map>
 #include <regex>
@@ -14,6 +16,7 @@
 #include "builtin/field_errors.h"
 #include "errors.h"
 #include "object.h"
+#include "pod_security_check.h"
 #include "pod_security_policy.h"
 #include "server_impl.h"
 
@@ -93,6 +96,15 @@ Policy policy_from_labels(const json& labels, const Policy& defaults,
   return p;
 }
 
+std::vector<LevelVersion> enforced_levels(const LevelVersion& label, Level ceiling) {
+  const LevelVersion top{ceiling, std::nullopt};
+  if (ceiling == Level::kPrivileged || label == top) return {label};
+  if (strictness(label.level) < strictness(ceiling)) return {top};
+  // A stricter level pinned to an old version may admit what the ceiling's
+  // latest refuses (restricted:v1.0 has no probe-host check): both must hold.
+  return {label, top};
+}
+
 }  // namespace pod_security
 
 namespace {
@@ -112,12 +124,7 @@ const std::map<std::string, std::vector<std::string>>& templated_kinds() {
   return kKinds;
 }
 
-const json& at(const json& j, const char* key) {
-  static const json kNull;
-  if (!j.is_object()) return kNull;
-  auto it = j.find(key);
-  return it == j.end() ? kNull : *it;
-}
+using ps::check::member;
 
 ps::Policy defaults(Context& c) {
   // The server's level is enforced, warned and audited by default (kube's
@@ -130,6 +137,34 @@ ps::Policy defaults(Context& c) {
   return p;
 }
 
+// The operator's level: what no namespace label may loosen.
+ps::Level ceiling(Context& c) {
+  return defaults(c).enforce.level;
+}
+
+// `lv` raised to the ceiling where it is below it. Warn levels are clamped
+// too, so a workload whose pods would be refused is warned about even where
+// warn is labelled looser.
+ps::LevelVersion clamped(const ps::LevelVersion& lv, ps::Level top) {
+  return ps::enforced_levels(lv, top).front();
+}
+
+// kube's namespace labels say nothing of a ceiling; the tenant admin who sets
+// a looser one learns here that it is not honoured.
+void warn_below_ceiling(Context& c, const json& ns) {
+  const json& label =
+      member(member(member(ns, "metadata"), "labels"), "pod-security.kubernetes.io/enforce");
+  if (!label.is_string()) return;
+  const auto level = ps::parse_level(label.get<std::string>());
+  const ps::Level top = ceiling(c);
+  if (!level || static_cast<int>(*level) >= static_cast<int>(top)) return;
+  c.warnings.push_back("pod-security.kubernetes.io/enforce=" + label.get<std::string>() +
+                       " is below this tenant's ceiling \"" + ps::level_name(top) +
+                       "\" and is not honoured: pods in namespace \"" + name_of(ns) +
+                       "\" are held to PodSecurity \"" + ps::LevelVersion{top, std::nullopt}.str() +
+                       "\"");
+}
+
 // The labels of namespace `ns`, or nullopt when it cannot be read.
 std::optional<json> namespace_labels(Context& c, const std::string& ns) {
   const Kind* ns_kind = c.server.registry().builtin("", "v1", "namespaces");
@@ -137,28 +172,29 @@ std::optional<json> namespace_labels(Context& c, const std::string& ns) {
   if (!kv.is_ok()) return std::nullopt;
   auto obj = decode_stored(*kv);
   if (!obj.is_ok()) return std::nullopt;
-  return at(at(*obj, "metadata"), "labels");
+  return member(member(*obj, "metadata"), "labels");
 }
 
 // Only a change of images or of the set of containers is judged again on a
 // pod update (kube's isSignificantPodUpdate): metadata and status writes to a
 // running pod must not be refused because its namespace became stricter.
 bool significant_update(const json& pod, const json& old) {
-  const json &spec = at(pod, "spec"), &old_spec = at(old, "spec");
+  const json &spec = member(pod, "spec"), &old_spec = member(old, "spec");
   for (const char* list : {"containers", "initContainers"}) {
-    const json &a = at(spec, list), &b = at(old_spec, list);
+    const json &a = member(spec, list), &b = member(old_spec, list);
     const size_t n = a.is_array() ? a.size() : 0;
     if (n != (b.is_array() ? b.size() : 0)) return true;
     for (size_t i = 0; i < n; ++i)
-      if (at(a[i], "image") != at(b[i], "image")) return true;
+      if (member(a[i], "image") != member(b[i], "image")) return true;
   }
-  const json &eph = at(spec, "ephemeralContainers"), &old_eph = at(old_spec, "ephemeralContainers");
+  const json &eph = member(spec, "ephemeralContainers"),
+             &old_eph = member(old_spec, "ephemeralContainers");
   if (!eph.is_array()) return false;
   for (const json& e : eph) {
-    auto same = [&](const json& o) { return at(o, "name") == at(e, "name"); };
+    auto same = [&](const json& o) { return member(o, "name") == member(e, "name"); };
     auto it =
         old_eph.is_array() ? std::find_if(old_eph.begin(), old_eph.end(), same) : old_eph.end();
-    if (!old_eph.is_array() || it == old_eph.end() || at(*it, "image") != at(e, "image"))
+    if (!old_eph.is_array() || it == old_eph.end() || member(*it, "image") != member(e, "image"))
       return true;
   }
   return false;
@@ -196,7 +232,7 @@ void warn_existing_pods(Context& c, const std::string& ns, const ps::LevelVersio
     ++checked;
     auto pod = decode_stored(kv);
     if (!pod.is_ok()) continue;
-    auto v = ps::evaluate(enforce, at(*pod, "metadata"), at(*pod, "spec"));
+    auto v = ps::evaluate(enforce, member(*pod, "metadata"), member(*pod, "spec"));
     if (v.empty()) continue;
     Seen& s = by_reason[ps::reasons(v)];
     const std::string name = name_of(*pod);
@@ -225,13 +261,14 @@ std::optional<ApiError> admit_namespace_labels(Context& c, const json& ns, const
   const std::string name = name_of(ns);
   std::vector<ps::LabelError> errors, old_errors;
   const ps::Policy p =
-      ps::policy_from_labels(at(at(ns, "metadata"), "labels"), defaults(c), &errors);
+      ps::policy_from_labels(member(member(ns, "metadata"), "labels"), defaults(c), &errors);
   if (!old) {
     if (!errors.empty()) return label_errors(c, name, errors);
+    warn_below_ceiling(c, ns);
     return std::nullopt;
   }
   const ps::Policy was =
-      ps::policy_from_labels(at(at(*old, "metadata"), "labels"), defaults(c), &old_errors);
+      ps::policy_from_labels(member(member(*old, "metadata"), "labels"), defaults(c), &old_errors);
   auto same_errors = [&] {
     return errors.size() == old_errors.size() &&
            std::equal(errors.begin(), errors.end(), old_errors.begin(),
@@ -239,11 +276,15 @@ std::optional<ApiError> admit_namespace_labels(Context& c, const json& ns, const
   };
   if (!errors.empty() && (old_errors.empty() || !same_errors()))
     return label_errors(c, name, errors);
-  if (p.enforce == was.enforce || p.enforce.level == ps::Level::kPrivileged) return std::nullopt;
-  if (p.enforce.minor == was.enforce.minor &&
-      static_cast<int>(p.enforce.level) <= static_cast<int>(was.enforce.level))
+  warn_below_ceiling(c, ns);
+  // What was and is enforced, not what the labels say: relabelling below the
+  // ceiling changes nothing.
+  const ps::LevelVersion now = clamped(p.enforce, ceiling(c)),
+                         before = clamped(was.enforce, ceiling(c));
+  if (now == before || now.level == ps::Level::kPrivileged) return std::nullopt;
+  if (now.minor == before.minor && static_cast<int>(now.level) <= static_cast<int>(before.level))
     return std::nullopt;
-  warn_existing_pods(c, name, p.enforce);
+  warn_existing_pods(c, name, now);
   return std::nullopt;
 }
 
@@ -264,8 +305,8 @@ std::optional<ApiError> admit_pod_security(Context& c, const json& obj, const js
   const std::string& ns = c.info.namespace_;
   if (ns.empty()) return std::nullopt;
   const bool is_pod = r.plural == "pods" && r.gv.group.empty();
-  const json* meta = &at(obj, "metadata");
-  const json* spec = &at(obj, "spec");
+  const json* meta = &member(obj, "metadata");
+  const json* spec = &member(obj, "spec");
   if (is_pod) {
     static const char* const kIgnored[] = {"exec", "attach",      "binding", "eviction",
                                            "log",  "portforward", "proxy",   "status"};
@@ -277,25 +318,27 @@ std::optional<ApiError> admit_pod_security(Context& c, const json& obj, const js
     auto it = templated_kinds().find(r.gv.group + "/" + r.plural);
     if (it == templated_kinds().end() || !c.info.subresource.empty()) return std::nullopt;
     const json* t = &obj;
-    for (const auto& step : it->second) t = &at(*t, step.c_str());
+    for (const auto& step : it->second) t = &member(*t, step.c_str());
     if (t->is_null()) return std::nullopt;
-    meta = &at(*t, "metadata");
-    spec = &at(*t, "spec");
+    meta = &member(*t, "metadata");
+    spec = &member(*t, "spec");
   }
   std::vector<ps::LabelError> ignored;
   auto labels = namespace_labels(c, ns);
   const ps::Policy p = ps::policy_from_labels(labels ? *labels : json(), defaults(c), &ignored);
+  const ps::Level top = ceiling(c);
   if (is_pod) {
-    auto v = ps::evaluate(p.enforce, *meta, *spec);
-    if (!v.empty()) {
+    for (const ps::LevelVersion& lv : ps::enforced_levels(p.enforce, top)) {
+      auto v = ps::evaluate(lv, *meta, *spec);
+      if (v.empty()) continue;
       const std::string name = name_of(obj);
       return ApiError(
           Status(Code::kForbidden, "pods \"" + name + "\" is forbidden: violates PodSecurity \"" +
-                                       p.enforce.str() + "\": " + ps::join(v)),
+                                       lv.str() + "\": " + ps::join(v)),
           {{"name", name}, {"kind", "pods"}});
     }
   }
-  warn(c, p.warn, *meta, *spec);
+  warn(c, clamped(p.warn, top), *meta, *spec);
   return std::nullopt;
 }
 

@@ -70,5 +70,14 @@ Policy policy_from_labels(const json& labels, const Policy& defaults,
 
 // The level named `s`, or nullopt.
 std::optional<Level> parse_level(const std::string& s);
+// "privileged", "baseline" or "restricted".
+const char* level_name(Level l);
+
+// What a pod must meet, in order, where a namespace's enforce policy is
+// `label` and the operator's level is `ceiling` (which a label may tighten,
+// never loosen): a looser label yields the ceiling at latest; a stricter or
+// equal one itself, and the ceiling at latest too unless the label is exactly
+// it (an old version of a level may admit what latest refuses).
+std::vector<LevelVersion> enforced_levels(const LevelVersion& label, Level ceiling);
 
 }  // namespace vkube::apiserver::pod_security

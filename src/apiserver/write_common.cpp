@@ -142,9 +142,11 @@ std::optional<ApiError> validate_object(Context& c, const json& obj, const json*
     errs.push_back({FieldError::Type::kInvalid, e.field, e.detail, e.value});
   validate_kind(c.kind, obj, old, errs);
   if (errs.empty()) {
-    const json* was = old ? &(*old)["metadata"] : nullptr;
-    const json old_finalizers = was && was->is_object() ? was->value("finalizers", json()) : json();
-    for (auto& w : api::finalizer_warnings(finalizers, was ? &old_finalizers : nullptr))
+    // On update only the finalizers this write adds are warned about.
+    json old_finalizers;
+    if (old && old->contains("metadata") && (*old)["metadata"].is_object())
+      old_finalizers = (*old)["metadata"].value("finalizers", json());
+    for (auto& w : api::finalizer_warnings(finalizers, old ? &old_finalizers : nullptr))
       c.warnings.push_back(std::move(w));
     return admit_rbac(c, obj);
   }

@@ -1,7 +1,8 @@
 // A tenant is baseline by default: kubectl learns at create that a
-// privileged or host-namespace pod is refused, in kube's words; a namespace
-// labelled privileged takes it. Unsafe sysctls, unmasked /proc and unknown
-// RuntimeClasses are refused as kube refuses them.
+// privileged or host-namespace pod is refused, in kube's words. That level is
+// the operator's ceiling: a namespace labelled privileged is told the label is
+// not honoured and still refuses the pod; one labelled restricted is stricter. Unsafe sysctls,
+// unmasked /proc and unknown RuntimeClasses are refused as kube refuses them.
 #include "fixture.h"
 
 namespace vkube::e2e {
@@ -33,12 +34,27 @@ TEST_CASE("kubectl: a baseline tenant refuses privileged pods", "[e2e]") {
   CHECK_THAT(c.kubectl({"get", "pod", "root"}), FailedWith("NotFound"));
 
   REQUIRE_THAT(c.kubectl({"create", "namespace", "ops"}), Succeeded());
+  Result loosen =
+      c.kubectl({"label", "namespace", "ops", "pod-security.kubernetes.io/enforce=privileged"});
+  INFO(loosen);
+  CHECK_THAT(loosen, Succeeded());
+  CHECK_THAT(loosen.err,
+             Catch::Contains("Warning: pod-security.kubernetes.io/enforce=privileged is below "
+                             "this tenant's ceiling \"baseline\" and is not honoured"));
+  Result still = c.kubectl({"apply", "-n", "ops", "-f", file});
+  INFO(still);
+  CHECK_THAT(still, FailedWith("pods \"root\" is forbidden: violates PodSecurity "
+                               "\"baseline:latest\": host namespaces (hostNetwork=true)"));
+
+  REQUIRE_THAT(c.kubectl({"create", "namespace", "strict"}), Succeeded());
   REQUIRE_THAT(
-      c.kubectl({"label", "namespace", "ops", "pod-security.kubernetes.io/enforce=privileged"}),
+      c.kubectl({"label", "namespace", "strict", "pod-security.kubernetes.io/enforce=restricted"}),
       Succeeded());
-  Result allowed = c.kubectl({"apply", "-n", "ops", "-f", file});
-  INFO(allowed);
-  CHECK_THAT(allowed, Succeeded());
+  REQUIRE_THAT(c.kubectl({"run", "plain", "--image=busybox"}), Succeeded());
+  Result plain = c.kubectl({"run", "plain", "-n", "strict", "--image=busybox"});
+  INFO(plain);
+  CHECK_THAT(plain, FailedWith("pods \"plain\" is forbidden: violates PodSecurity "
+                               "\"restricted:latest\": allowPrivilegeEscalation != false"));
 }
 
 constexpr const char* kSysctl = R"(apiVersion: v1

@@ -5,25 +5,16 @@
 
 #include <nlohmann/json.hpp>
 
-#include "support/api_server.h"
+#include "support/admin_server.h"
 
 namespace vkube::apiserver {
 namespace {
 
 using json = nlohmann::json;
+using testing::message;
 
-struct Server : testing::ApiServerOverStore {
-  Server() {
-    REQUIRE(call("POST", "/api/v1/namespaces", {{"metadata", {{"name", "t"}}}}).status == 201);
-  }
-  http::Response call(const std::string& method, const std::string& target, const json& body,
-                      const std::string& type = "application/json") {
-    http::Request req = testing::request(method, target);
-    req.peer = http::PeerCertificate{"admin", {"system:masters"}};
-    req.body = body.dump();
-    req.headers.push_back({"Content-Type", type});
-    return api->handle(req);
-  }
+struct Server : testing::AdminApiServer {
+  Server() { make_namespace("t"); }
 };
 
 json config_map(json meta) {
@@ -37,10 +28,6 @@ json owner(const std::string& name, const std::string& uid, bool controller) {
           {"name", name},
           {"uid", uid},
           {"controller", controller}};
-}
-
-std::string message(const http::Response& r) {
-  return json::parse(r.body).value("message", "");
 }
 
 }  // namespace

@@ -17,7 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "support/api_server.h"
+#include "support/admin_server.h"
 
 namespace vkube::apiserver {
 namespace {
@@ -486,19 +486,12 @@ std::vector<Fixture> restricted_fixtures() {
   return f;
 }
 
-struct Tenant : testing::ApiServerOverStore {
-  Tenant() : ApiServerOverStore(options()) {}
+struct Tenant : testing::AdminApiServer {
+  Tenant() : AdminApiServer(options()) {}
   static Options options() {
     Options o;
     o.pod_security = "privileged";
     return o;
-  }
-  http::Response call(const std::string& method, const std::string& target, const json& body) {
-    http::Request req = testing::request(method, target);
-    req.peer = http::PeerCertificate{"admin", {"system:masters"}};
-    req.body = body.dump();
-    req.headers.push_back({"Content-Type", "application/json"});
-    return api->handle(req);
   }
   // A namespace enforcing `level` at `version`.
   std::string ns(const std::string& level, const std::string& version) {
@@ -543,7 +536,7 @@ void run(Tenant& t, bool restricted, Tally& tally) {
     ++tally.total;
     if (admitted == expect_pass) ++tally.passed;
   };
-  judge({"base", true}, {"minimal valid pod", [](json&) {}}, true);
+  judge({"base", true, {}, {}}, {"minimal valid pod", [](json&) {}}, true);
   for (const Fixture& f : all) {
     if (f.baseline || restricted)
       for (const Case& c : f.fail) judge(f, c, false);

@@ -5,29 +5,25 @@
 
 #include <nlohmann/json.hpp>
 
-#include "support/api_server.h"
+#include "support/admin_server.h"
 
 namespace vkube::apiserver {
 namespace {
 
 using json = nlohmann::json;
+using testing::message;
+using testing::nginx_pod;
 
-struct Tenant : testing::ApiServerOverStore {
-  Tenant() : ApiServerOverStore(options()) {
+struct Tenant : testing::AdminApiServer {
+  // A tenant served at `level`; under privileged (as `vkube host` is) a
+  // namespace label may loosen what it enforces.
+  explicit Tenant(const std::string& level = "baseline") : AdminApiServer(options(level)) {
     REQUIRE(call("POST", "/api/v1/namespaces", {{"metadata", {{"name", "t"}}}}).status == 201);
   }
-  static Options options() {
+  static Options options(const std::string& level) {
     Options o;
-    o.pod_security = "baseline";
+    o.pod_security = level;
     return o;
-  }
-  http::Response call(const std::string& method, const std::string& target, const json& body,
-                      const std::string& type = "application/json") {
-    http::Request req = testing::request(method, target);
-    req.peer = http::PeerCertificate{"admin", {"system:masters"}};
-    req.body = body.dump();
-    req.headers.push_back({"Content-Type", type});
-    return api->handle(req);
   }
   http::Response ns(const std::string& name, const json& labels) {
     return call("POST", "/api/v1/namespaces", {{"metadata", {{"name", name}, {"labels", labels}}}});
@@ -37,37 +33,8 @@ struct Tenant : testing::ApiServerOverStore {
   }
 };
 
-json pod(const std::string& name, json spec_extra = json::object()) {
-  json p = {{"apiVersion", "v1"},
-            {"kind", "Pod"},
-            {"metadata", {{"name", name}}},
-            {"spec", {{"containers", {{{"name", "app"}, {"image", "nginx"}}}}}}};
-  p["spec"].merge_patch(spec_extra);
-  return p;
-}
-
-std::string message(const http::Response& r) {
-  return json::parse(r.body).value("message", "");
-}
-
-// The texts of the response's Warning headers (299 - "text", unquoted).
-std::vector<std::string> warnings(const http::Response& r) {
-  std::vector<std::string> out;
-  for (const auto& h : r.headers) {
-    if (h.name != "Warning" || h.value.size() < 8) continue;
-    std::string text;
-    const std::string quoted = h.value.substr(7, h.value.size() - 8);
-    for (size_t i = 0; i < quoted.size(); ++i) {
-      if (quoted[i] == '\\' && i + 1 < quoted.size()) ++i;
-      text.push_back(quoted[i]);
-    }
-    out.push_back(text);
-  }
-  return out;
-}
-
 bool warned(const http::Response& r, const std::string& part) {
-  for (const auto& w : warnings(r))
+  for (const auto& w : testing::warnings(r))
     if (w.find(part) != std::string::npos) return true;
   return false;
 }
@@ -77,17 +44,17 @@ bool warned(const http::Response& r, const std::string& part) {
 TEST_CASE("baseline refuses unsafe sysctls, unmasked /proc and probes aimed at other hosts",
           "[apiserver][pod-security]") {
   Tenant t;
-  auto sysctl =
-      t.create("t", pod("s", {{"securityContext",
-                               {{"sysctls",
-                                 {{{"name", "kernel.msgmax"}, {"value", "65536"}},
-                                  {{"name", "net.ipv4.tcp_keepalive_time"}, {"value", "60"}}}}}}}));
+  auto sysctl = t.create(
+      "t", nginx_pod("s", {{"securityContext",
+                            {{"sysctls",
+                              {{{"name", "kernel.msgmax"}, {"value", "65536"}},
+                               {{"name", "net.ipv4.tcp_keepalive_time"}, {"value", "60"}}}}}}}));
   CHECK(sysctl.status == 403);
   CHECK(message(sysctl) ==
         "pods \"s\" is forbidden: violates PodSecurity \"baseline:latest\": forbidden sysctls "
         "(kernel.msgmax)");
 
-  json unmasked = pod("u");
+  json unmasked = nginx_pod("u");
   unmasked["spec"]["containers"][0]["securityContext"]["procMount"] = "Unmasked";
   auto u = t.create("t", unmasked);
   CHECK(u.status == 403);
@@ -95,7 +62,7 @@ TEST_CASE("baseline refuses unsafe sysctls, unmasked /proc and probes aimed at o
         "pods \"u\" is forbidden: violates PodSecurity \"baseline:latest\": procMount (container "
         "\"app\" must not set securityContext.procMount to \"Unmasked\")");
 
-  json probe = pod("pr");
+  json probe = nginx_pod("pr");
   probe["spec"]["containers"][0]["livenessProbe"] = {
       {"httpGet", {{"host", "10.0.0.1"}, {"port", 80}}}};
   CHECK(message(t.create("t", probe)) ==
@@ -103,11 +70,11 @@ TEST_CASE("baseline refuses unsafe sysctls, unmasked /proc and probes aimed at o
         "host (container \"app\" uses probe or lifecycle host \"10.0.0.1\")");
 
   // Every violation in one message, in kube's order.
-  json many = pod("m", {{"hostPID", true},
-                        {"securityContext",
-                         {{"seLinuxOptions", {{"user", "root"}}},
-                          {"windowsOptions", {{"hostProcess", true}}},
-                          {"appArmorProfile", {{"type", "Unconfined"}}}}}});
+  json many = nginx_pod("m", {{"hostPID", true},
+                              {"securityContext",
+                               {{"seLinuxOptions", {{"user", "root"}}},
+                                {"windowsOptions", {{"hostProcess", true}}},
+                                {"appArmorProfile", {{"type", "Unconfined"}}}}}});
   many["spec"]["ephemeralContainers"] = {
       {{"name", "debug"}, {"image", "busybox"}, {"securityContext", {{"privileged", true}}}}};
   auto m = t.create("t", many);
@@ -123,16 +90,17 @@ TEST_CASE("baseline refuses unsafe sysctls, unmasked /proc and probes aimed at o
 TEST_CASE("enforce-version picks the checks of that policy version", "[apiserver][pod-security]") {
   Tenant t;
   REQUIRE(t.ns("old", {{"pod-security.kubernetes.io/enforce", "restricted"},
-                       {"pod-security.kubernetes.io/enforce-version", "v1.21"}})
+                       {"pod-security.kubernetes.io/enforce-version", "v1.18"}})
               .status == 201);
-  // v1.21 restricted wants no dropped capabilities and allows the alpha seccomp annotations.
-  json p = pod("p", {{"securityContext", {{"runAsNonRoot", true}}}});
+  // v1.18 restricted wants no dropped capabilities and judges the alpha seccomp annotations
+  // (from v1.19 it wants the seccompProfile fields).
+  json p = nginx_pod("p", {{"securityContext", {{"runAsNonRoot", true}}}});
   p["spec"]["containers"][0]["securityContext"] = {{"allowPrivilegeEscalation", false}};
   p["metadata"]["annotations"]["seccomp.security.alpha.kubernetes.io/pod"] = "unconfined";
   auto r = t.create("old", p);
   CHECK(r.status == 403);
   CHECK(message(r) ==
-        "pods \"p\" is forbidden: violates PodSecurity \"restricted:v1.21\": seccompProfile "
+        "pods \"p\" is forbidden: violates PodSecurity \"restricted:v1.18\": seccompProfile "
         "(forbidden annotation seccomp.security.alpha.kubernetes.io/pod=\"unconfined\")");
   p["metadata"]["annotations"]["seccomp.security.alpha.kubernetes.io/pod"] = "runtime/default";
   CHECK(t.create("old", p).status == 201);
@@ -141,9 +109,9 @@ TEST_CASE("enforce-version picks the checks of that policy version", "[apiserver
   REQUIRE(t.ns("b28", {{"pod-security.kubernetes.io/enforce", "baseline"},
                        {"pod-security.kubernetes.io/enforce-version", "v1.28"}})
               .status == 201);
-  json k =
-      pod("k", {{"securityContext",
-                 {{"sysctls", {{{"name", "net.ipv4.tcp_keepalive_time"}, {"value", "60"}}}}}}});
+  json k = nginx_pod(
+      "k", {{"securityContext",
+             {{"sysctls", {{{"name", "net.ipv4.tcp_keepalive_time"}, {"value", "60"}}}}}}});
   CHECK(t.create("b28", k).status == 403);
   CHECK(t.create("t", k).status == 201);
 }
@@ -154,7 +122,7 @@ TEST_CASE("warn answers Warning headers; workloads are warned, never refused",
   REQUIRE(t.ns("w", {{"pod-security.kubernetes.io/enforce", "baseline"},
                      {"pod-security.kubernetes.io/warn", "restricted"}})
               .status == 201);
-  auto r = t.create("w", pod("p"));
+  auto r = t.create("w", nginx_pod("p"));
   CHECK(r.status == 201);
   CHECK(
       warned(r,
@@ -197,7 +165,7 @@ TEST_CASE("warn answers Warning headers; workloads are warned, never refused",
 
 TEST_CASE("pod-security labels are validated and a tighter level warns about existing pods",
           "[apiserver][pod-security]") {
-  Tenant t;
+  Tenant t("privileged");
   auto bad = t.ns("bad", {{"pod-security.kubernetes.io/enforce", "strict"}});
   CHECK(bad.status == 422);
   CHECK(message(bad) ==
@@ -207,15 +175,15 @@ TEST_CASE("pod-security labels are validated and a tighter level warns about exi
   CHECK(v.status == 422);
 
   REQUIRE(t.ns("loose", {{"pod-security.kubernetes.io/enforce", "privileged"}}).status == 201);
-  REQUIRE(t.create("loose", pod("root1", {{"hostIPC", true}})).status == 201);
-  REQUIRE(t.create("loose", pod("root2", {{"hostIPC", true}})).status == 201);
-  REQUIRE(t.create("loose", pod("fine")).status == 201);
+  REQUIRE(t.create("loose", nginx_pod("root1", {{"hostIPC", true}})).status == 201);
+  REQUIRE(t.create("loose", nginx_pod("root2", {{"hostIPC", true}})).status == 201);
+  REQUIRE(t.create("loose", nginx_pod("fine")).status == 201);
   auto tighten =
       t.call("PATCH", "/api/v1/namespaces/loose",
              {{"metadata", {{"labels", {{"pod-security.kubernetes.io/enforce", "baseline"}}}}}},
              "application/merge-patch+json");
   CHECK(tighten.status == 200);
-  CHECK(warnings(tighten) ==
+  CHECK(testing::warnings(tighten) ==
         std::vector<std::string>{"existing pods in namespace \"loose\" violate the new "
                                  "PodSecurity enforce level \"baseline:latest\"",
                                  "root1 (and 1 other pod): host namespaces"});
@@ -223,9 +191,9 @@ TEST_CASE("pod-security labels are validated and a tighter level warns about exi
 
 TEST_CASE("a pod update is judged again only when its images or containers change",
           "[apiserver][pod-security]") {
-  Tenant t;
+  Tenant t("privileged");
   REQUIRE(t.ns("n", {{"pod-security.kubernetes.io/enforce", "privileged"}}).status == 201);
-  REQUIRE(t.create("n", pod("p", {{"hostPID", true}})).status == 201);
+  REQUIRE(t.create("n", nginx_pod("p", {{"hostPID", true}})).status == 201);
   REQUIRE(t.call("PATCH", "/api/v1/namespaces/n",
                  {{"metadata", {{"labels", {{"pod-security.kubernetes.io/enforce", "baseline"}}}}}},
                  "application/merge-patch+json")

@@ -1,15 +1,19 @@
 // Pod Security admission: what a baseline tenant refuses at create, in
-// kube's words, and how a namespace label changes the level.
+// kube's words, and how a namespace label tightens (never loosens) the level.
 #include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "support/api_server.h"
+#include "support/admin_server.h"
 
 namespace vkube::apiserver {
 namespace {
 
 using json = nlohmann::json;
+using testing::message;
 
 Options level(const std::string& l) {
   Options o;
@@ -17,21 +21,10 @@ Options level(const std::string& l) {
   return o;
 }
 
-struct Server : testing::ApiServerOverStore {
-  explicit Server(const std::string& l) : ApiServerOverStore(level(l)) {
-    REQUIRE(call("POST", "/api/v1/namespaces", {{"metadata", {{"name", "t"}}}}).status == 201);
-    REQUIRE(call("POST", "/api/v1/namespaces",
-                 {{"metadata",
-                   {{"name", "ops"},
-                    {"labels", {{"pod-security.kubernetes.io/enforce", "privileged"}}}}}})
-                .status == 201);
-  }
-  http::Response call(const std::string& method, const std::string& target, const json& body) {
-    http::Request req = testing::request(method, target);
-    req.peer = http::PeerCertificate{"admin", {"system:masters"}};
-    req.body = body.dump();
-    req.headers.push_back({"Content-Type", "application/json"});
-    return api->handle(req);
+struct Server : testing::AdminApiServer {
+  explicit Server(const std::string& l) : AdminApiServer(level(l)) {
+    make_namespace("t");
+    make_namespace("ops", {{"pod-security.kubernetes.io/enforce", "privileged"}});
   }
   http::Response create(const std::string& ns, const json& pod) {
     return call("POST", "/api/v1/namespaces/" + ns + "/pods", pod);
@@ -48,10 +41,6 @@ json pod(const std::string& name, json container_extra = json::object(),
             {"spec", {{"containers", json::array({c})}}}};
   p["spec"].merge_patch(spec_extra);
   return p;
-}
-
-std::string message(const http::Response& r) {
-  return json::parse(r.body).value("message", "");
 }
 
 }  // namespace
@@ -84,17 +73,75 @@ TEST_CASE("a baseline tenant refuses privileged pods at create, in kube's words"
   get.peer = http::PeerCertificate{"admin", {"system:masters"}};
   CHECK(s.api->handle(get).status == 404);
 
-  // What baseline allows; and a namespace labelled privileged allows all.
+  // What baseline allows.
   CHECK(s.create("t", pod("ok", {{"securityContext",
                                   {{"capabilities", {{"add", {"NET_BIND_SERVICE"}}}}}}}))
             .status == 201);
-  CHECK(s.create("ops", pod("agent", {{"securityContext", {{"privileged", true}}}})).status == 201);
 }
 
-TEST_CASE("a privileged server, or namespace, refuses nothing", "[apiserver]") {
+TEST_CASE("the server's level is a ceiling: a namespace label may tighten it, never loosen it",
+          "[apiserver][pod-security]") {
+  Server s("baseline");
+  // "ops" is labelled privileged: the label is clamped to the tenant's baseline.
+  for (const json& spec :
+       {json{{"hostNetwork", true}},
+        json{{"volumes", {{{"name", "root"}, {"hostPath", {{"path", "/"}}}}}}}}) {
+    auto r = s.create("ops", pod("agent", json::object(), spec));
+    CHECK(r.status == 403);
+    CHECK(message(r).find("violates PodSecurity \"baseline:latest\"") != std::string::npos);
+  }
+  auto priv = s.create("ops", pod("agent", {{"securityContext", {{"privileged", true}}}}));
+  CHECK(priv.status == 403);
+  CHECK(message(priv) ==
+        "pods \"agent\" is forbidden: violates PodSecurity \"baseline:latest\": privileged "
+        "(container \"app\" must not set securityContext.privileged=true)");
+
+  // The admin who sets the looser label is told it is not honoured.
+  auto relabel =
+      s.call("PATCH", "/api/v1/namespaces/t",
+             {{"metadata", {{"labels", {{"pod-security.kubernetes.io/enforce", "privileged"}}}}}},
+             "application/merge-patch+json");
+  CHECK(relabel.status == 200);
+  CHECK(testing::warnings(relabel) ==
+        std::vector<std::string>{
+            "pod-security.kubernetes.io/enforce=privileged is below this tenant's ceiling "
+            "\"baseline\" and is not honoured: pods in namespace \"t\" are held to PodSecurity "
+            "\"baseline:latest\""});
+
+  // A stricter label is honoured: restricted refuses a pod baseline admits.
+  s.make_namespace("strict", {{"pod-security.kubernetes.io/enforce", "restricted"}});
+  CHECK(s.create("t", pod("plain")).status == 201);
+  auto plain = s.create("strict", pod("plain"));
+  CHECK(plain.status == 403);
+  CHECK(message(plain).find("violates PodSecurity \"restricted:latest\"") != std::string::npos);
+
+  // A stricter level pinned to an old version is held to the ceiling's latest
+  // too: restricted v1.33 has no probe-host check, baseline latest has.
+  s.make_namespace("pinned", {{"pod-security.kubernetes.io/enforce", "restricted"},
+                              {"pod-security.kubernetes.io/enforce-version", "v1.33"}});
+  json probe = pod("probe",
+                   {{"livenessProbe", {{"httpGet", {{"host", "10.0.0.1"}, {"port", 80}}}}},
+                    {"securityContext",
+                     {{"allowPrivilegeEscalation", false}, {"capabilities", {{"drop", {"ALL"}}}}}}},
+                   {{"securityContext",
+                     {{"runAsNonRoot", true}, {"seccompProfile", {{"type", "RuntimeDefault"}}}}}});
+  auto pinned = s.create("pinned", probe);
+  CHECK(pinned.status == 403);
+  CHECK(message(pinned).find("violates PodSecurity \"baseline:latest\": probe or lifecycle host") !=
+        std::string::npos);
+}
+
+TEST_CASE("a privileged server (vkube host) refuses nothing; its namespace labels govern",
+          "[apiserver][pod-security]") {
   Server s("privileged");
   CHECK(s.create("t", pod("p", {{"securityContext", {{"privileged", true}}}}, {{"hostPID", true}}))
             .status == 201);
+  CHECK(s.create("ops", pod("agent", {{"securityContext", {{"privileged", true}}}})).status == 201);
+  // A tenant's host namespace is labelled baseline by the syncer.
+  s.make_namespace("vkube-a", {{"pod-security.kubernetes.io/enforce", "baseline"}});
+  auto r = s.create("vkube-a", pod("p", {{"securityContext", {{"privileged", true}}}}));
+  CHECK(r.status == 403);
+  CHECK(message(r).find("violates PodSecurity \"baseline:latest\"") != std::string::npos);
 }
 
 TEST_CASE("a restricted namespace also wants non-root, dropped capabilities and seccomp",

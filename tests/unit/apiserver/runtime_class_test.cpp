@@ -3,42 +3,27 @@
 // exists gives the pod its overhead and scheduling.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
-#include "support/api_server.h"
+#include "support/admin_server.h"
 
 namespace vkube::apiserver {
 namespace {
 
 using json = nlohmann::json;
 
-struct Server : testing::ApiServerOverStore {
-  Server() {
-    REQUIRE(call("POST", "/api/v1/namespaces", {{"metadata", {{"name", "t"}}}}).status == 201);
-  }
-  http::Response call(const std::string& method, const std::string& target, const json& body) {
-    http::Request req = testing::request(method, target);
-    req.peer = http::PeerCertificate{"admin", {"system:masters"}};
-    req.body = body.dump();
-    req.headers.push_back({"Content-Type", "application/json"});
-    return api->handle(req);
-  }
+struct Server : testing::AdminApiServer {
+  Server() { make_namespace("t"); }
 };
-
-json pod(const std::string& name, json spec_extra) {
-  json p = {{"apiVersion", "v1"},
-            {"kind", "Pod"},
-            {"metadata", {{"name", name}}},
-            {"spec", {{"containers", {{{"name", "app"}, {"image", "nginx"}}}}}}};
-  p["spec"].merge_patch(spec_extra);
-  return p;
-}
 
 }  // namespace
 
 TEST_CASE("a pod naming an unknown RuntimeClass is refused", "[apiserver]") {
   Server s;
-  auto r = s.call("POST", "/api/v1/namespaces/t/pods", pod("p", {{"runtimeClassName", "gvisor"}}));
+  auto r = s.call("POST", "/api/v1/namespaces/t/pods",
+                  testing::nginx_pod("p", {{"runtimeClassName", "gvisor"}}));
   CHECK(r.status == 403);
   const json status = json::parse(r.body);
   CHECK(status["reason"] == "Forbidden");
@@ -62,23 +47,27 @@ TEST_CASE("a RuntimeClass gives its pods overhead, node selector and tolerations
   REQUIRE(got.status == 200);
   CHECK(json::parse(got.body)["handler"] == "kata");
 
-  auto r = s.call("POST", "/api/v1/namespaces/t/pods", pod("p", {{"runtimeClassName", "kata"}}));
+  auto r = s.call("POST", "/api/v1/namespaces/t/pods",
+                  testing::nginx_pod("p", {{"runtimeClassName", "kata"}}));
   REQUIRE(r.status == 201);
   const json spec = json::parse(r.body)["spec"];
   CHECK(spec["overhead"] == json{{"cpu", "250m"}, {"memory", "120Mi"}});
   CHECK(spec["nodeSelector"] == json{{"runtime", "kata"}});
-  CHECK(spec["tolerations"].size() == 1);
+  // The class's toleration joins the defaults (not-ready, unreachable) kube adds too.
+  const json& tolerations = spec["tolerations"];
+  CHECK(std::count(tolerations.begin(), tolerations.end(),
+                   json{{"key", "kata"}, {"operator", "Exists"}}) == 1);
 
-  auto conflict =
-      s.call("POST", "/api/v1/namespaces/t/pods",
-             pod("q", {{"runtimeClassName", "kata"}, {"nodeSelector", {{"runtime", "runc"}}}}));
+  auto conflict = s.call("POST", "/api/v1/namespaces/t/pods",
+                         testing::nginx_pod("q", {{"runtimeClassName", "kata"},
+                                                  {"nodeSelector", {{"runtime", "runc"}}}}));
   CHECK(conflict.status == 403);
   CHECK(json::parse(conflict.body)["message"] ==
         "pods \"q\" is forbidden: conflict: runtimeClass.scheduling.nodeSelector[runtime] = "
         "kata; pod.spec.nodeSelector[runtime] = runc");
 
-  auto overhead =
-      s.call("POST", "/api/v1/namespaces/t/pods", pod("o", {{"overhead", {{"cpu", "1"}}}}));
+  auto overhead = s.call("POST", "/api/v1/namespaces/t/pods",
+                         testing::nginx_pod("o", {{"overhead", {{"cpu", "1"}}}}));
   CHECK(overhead.status == 403);
   CHECK(json::parse(overhead.body)["message"] ==
         "pods \"o\" is forbidden: pod rejected: Pod Overhead set without corresponding "
