@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "json_patch.h"
+#include "vkube/api/limits.h"
+
 namespace vkube::apiserver {
 
 Result<PatchType> patch_type(std::string_view ct) {
@@ -98,14 +101,16 @@ Status merge_list(json& target, const json& patch, const Field* f, const json* o
     if (item.is_object() && item.value("$patch", "") == "replace" && !item.contains(key)) {
       json out = json::array();
       for (const json& e : patch)
-        if (!(e.is_object() && e.contains("$patch") && !e.contains(key))) out.push_back(strip_directives(e));
+        if (!(e.is_object() && e.contains("$patch") && !e.contains(key)))
+          out.push_back(strip_directives(e));
       target = std::move(out);
       return Status::ok();
     }
   }
   for (const json& item : patch) {
     if (!item.is_object() || !item.contains(key))
-      return Status::bad_request("map: " + item.dump() + " does not contain declared merge key: " + key);
+      return Status::bad_request("map: " + item.dump() +
+                                 " does not contain declared merge key: " + key);
     auto it = std::find_if(target.begin(), target.end(), [&](const json& t) {
       return t.is_object() && t.contains(key) && t[key] == item[key];
     });
@@ -121,8 +126,10 @@ Status merge_list(json& target, const json& patch, const Field* f, const json* o
     }
     if (directive == "replace") {
       json copy = strip_directives(item);
-      if (it != target.end()) *it = std::move(copy);
-      else target.push_back(std::move(copy));
+      if (it != target.end())
+        *it = std::move(copy);
+      else
+        target.push_back(std::move(copy));
       continue;
     }
     if (!directive.empty() && directive != "merge")
@@ -160,8 +167,10 @@ Status merge_map(json& target, const json& patch, const Message* m) {
     const json& keep = patch["$retainKeys"];
     if (!keep.is_array()) return Status::bad_request("$retainKeys must be a list of field names");
     for (auto it = target.begin(); it != target.end();) {
-      if (std::find(keep.begin(), keep.end(), it.key()) == keep.end()) it = target.erase(it);
-      else ++it;
+      if (std::find(keep.begin(), keep.end(), it.key()) == keep.end())
+        it = target.erase(it);
+      else
+        ++it;
     }
   }
   for (auto it = patch.begin(); it != patch.end(); ++it) {
@@ -203,10 +212,13 @@ Status merge_map(json& target, const json& patch, const Message* m) {
         }
         for (auto e = v.begin(); e != v.end(); ++e) {
           if (e.key().starts_with("$")) continue;
-          if (e.value().is_null()) t.erase(e.key());
-          else if (f->map_value == schema::Type::kMessage && value_message(f) && e.value().is_object())
+          if (e.value().is_null())
+            t.erase(e.key());
+          else if (f->map_value == schema::Type::kMessage && value_message(f) &&
+                   e.value().is_object())
             VKUBE_RETURN_IF_ERROR(merge_map(t[e.key()], e.value(), value_message(f)));
-          else t[e.key()] = e.value();
+          else
+            t[e.key()] = e.value();
         }
       } else if (f != nullptr && f->message != nullptr && sub == nullptr) {
         target[k] = strip_directives(v);  // a special message (raw JSON): a value
@@ -232,40 +244,51 @@ Status merge_map(json& target, const json& patch, const Message* m) {
 }  // namespace
 
 Result<json> strategic_merge(const json& target, const json& patch, const schema::Message* m) {
-  if (!patch.is_object()) return Status::bad_request("a strategic merge patch must be a JSON object");
+  if (!patch.is_object())
+    return Status::bad_request("a strategic merge patch must be a JSON object");
   json out = target;
   VKUBE_RETURN_IF_ERROR(merge_map(out, patch, m));
   return out;
 }
 
+namespace {
+
+// A patched object nesting deeper than the limit is refused as kube refuses
+// a patched object its decoder cannot read back: 422.
+Status too_deep(const char* what, size_t limit) {
+  return Status::invalid(std::string(what) + " nests objects or arrays deeper than " +
+                         std::to_string(limit) + " levels");
+}
+
+}  // namespace
+
 Result<json> apply_patch(PatchType type, const json& target, const json& patch,
                          const schema::Message* m) {
-  switch (type) {
-    case PatchType::kJson: {
-      if (!patch.is_array()) return Status::bad_request("a JSON patch must be an array of operations");
-      try {
-        return target.patch(patch);
-      } catch (const json::exception& e) {
-        std::string what = e.what();
-        if (what.find("unsuccessful") != std::string::npos || what.find("test") != std::string::npos)
-          return Status::invalid("the server rejected our request due to an error in our request: " +
-                                 what);
-        return Status::invalid("the JSON patch could not be applied: " + what);
-      }
-    }
-    case PatchType::kMerge: {
-      if (!patch.is_object()) return Status::bad_request("a merge patch must be a JSON object");
-      json out = target;
-      out.merge_patch(patch);
-      return out;
-    }
-    case PatchType::kStrategic:
-      return strategic_merge(target, patch, m);
-    case PatchType::kApply:
-      break;
+  if (type == PatchType::kApply)
+    return Status(Code::kUnsupportedMediaType,
+                  "apply patches are merged by server-side apply (apply/), not patched");
+  if (type == PatchType::kJson) return apply_json_patch(target, patch);
+  if (!patch.is_object())
+    return Status::bad_request(type == PatchType::kMerge
+                                   ? "a merge patch must be a JSON object"
+                                   : "a strategic merge patch must be a JSON object");
+  // Both merges recurse along the patch and copy the target: bounded by
+  // their depths. Neither amplifies: the result holds at most the target
+  // and the patch, and storage refuses objects past api::kMaxObjectBytes.
+  if (!api::within_object_limit(target)) return too_deep("the object", api::kMaxObjectNestingDepth);
+  if (!api::within_nesting_limit(patch)) return too_deep("the patch", api::kMaxNestingDepth);
+  json out;
+  if (type == PatchType::kMerge) {
+    out = target;
+    out.merge_patch(patch);
+  } else {
+    auto merged = strategic_merge(target, patch, m);
+    if (!merged.is_ok()) return merged.status();
+    out = std::move(merged).value();
   }
-  return Status(Code::kUnsupportedMediaType,
-                "apply patches are merged by server-side apply (apply/), not patched");
+  if (!api::within_object_limit(out))
+    return too_deep("the patched object", api::kMaxObjectNestingDepth);
+  return out;
 }
 
 }  // namespace vkube::apiserver

@@ -22,7 +22,9 @@ Result<PatchType> patch_type(std::string_view content_type);
 // Applies the parsed `patch` to `target`, an object of message `m` (nullptr
 // when the kind has no description: custom resources). kBadRequest (400) for
 // a patch of the wrong shape, kInvalid (422) for a JSON patch that does not apply or a
-// failed `test` operation.
+// failed `test` operation, and for a target, patch or result nested deeper than
+// api::kMaxNestingDepth; JSON patches also get apply_json_patch's limits (413
+// past 10,000 operations, 422 past 3 MiB of copies).
 Result<json> apply_patch(PatchType type, const json& target, const json& patch,
                          const schema::Message* m);
 
