@@ -6,6 +6,7 @@
 #include "scale.h"
 #include "server_impl.h"
 #include "service_ips.h"
+#include "vkube/api/limits.h"
 
 namespace vkube::apiserver {
 
@@ -42,6 +43,14 @@ http::Response guaranteed_update(Context& c, const Transform& transform, const F
     auto cur_r = read_object(c, name);
     if (!cur_r.is_ok()) return error_response(storage_error(c, cur_r.status(), name));
     const json& cur = *cur_r;
+    // Stored before nesting was limited: readable and deletable, but every
+    // write walks the current object, so none may start from it.
+    if (!api::within_object_limit(cur))
+      return error_response(ApiError(
+          Status::invalid("the stored object nests objects or arrays deeper than " +
+                          std::to_string(api::kMaxObjectNestingDepth) +
+                          " levels; it can be read and deleted, not changed"),
+          {{"name", name}, {"kind", c.resource().kind}}));
     auto next_r = transform(cur);
     if (!next_r.is_ok()) {
       if (next_r.status().code() == Code::kInvalid)
@@ -52,6 +61,11 @@ http::Response guaranteed_update(Context& c, const Transform& transform, const F
     json next = std::move(next_r).value();
     if (!next.is_object() || !next.contains("metadata") || !next["metadata"].is_object())
       return error_response(bad_request("the object must have metadata"));
+    if (!api::within_object_limit(next))  // each transform checks; this is the backstop
+      return error_response(ApiError(
+          Status::invalid("the object nests objects or arrays deeper than " +
+                          std::to_string(api::kMaxObjectNestingDepth) + " levels"),
+          {{"name", name}, {"kind", c.resource().kind}}));
     json& meta = next["metadata"];
 
     const std::string cur_rv = str_at(cur["metadata"], "resourceVersion");

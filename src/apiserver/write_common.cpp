@@ -6,6 +6,7 @@
 #include "object.h"
 #include "server_impl.h"
 #include "table.h"
+#include "vkube/api/limits.h"
 #include "vkube/api/validation.h"
 
 namespace vkube::apiserver {
@@ -17,6 +18,11 @@ Result<json> decode_body(Context& c) {
   if (!decoded.is_ok()) return decoded.status();
   json obj = std::move(*decoded);
   if (!obj.is_object()) return Status::bad_request("the request body must be a JSON object");
+  // The transport measures JSON text only; YAML and protobuf bodies are
+  // measured here, once decoded, before anything walks them.
+  if (!api::within_nesting_limit(obj))
+    return Status::bad_request("the request body nests objects or arrays deeper than " +
+                               std::to_string(api::kMaxNestingDepth) + " levels");
   const api::Resource& r = c.resource();
   std::string api_version = str_at(obj, "apiVersion");
   std::string kind = str_at(obj, "kind");

@@ -88,6 +88,30 @@ spec:
         "web");
 }
 
+TEST_CASE("JSON patches past kube's limits are refused with kube's message", "[e2e]") {
+  Cluster c;
+  c.setup(kSetup);
+  // 10,001 operations: 413 RequestEntityTooLarge, and nothing changes.
+  std::string ops = "[";
+  for (int i = 0; i <= 10000; ++i)
+    ops += std::string(i ? "," : "") + R"({"op":"add","path":"/data/k)" + std::to_string(i % 10) +
+           R"(","value":"x"})";
+  const std::string many = c.file("many-ops.json", ops + "]");
+  Result r = c.kubectl(
+      {"patch", "configmap", "taken", "-n", "errs", "--type=json", "--patch-file", many, "-v=6"});
+  CHECK_THAT(r, FailedWith("The allowed maximum operations in a JSON patch is 10000, got 10001"));
+  CHECK_THAT(r.err, Catch::Contains(" 413 Request Entity Too Large "));
+  // Copies doubling a value: refused past 3 MiB of copies, not built.
+  std::string copies = R"([{"op":"add","path":"/data/big","value":")" + std::string(2048, 'x') +
+                       R"("})";
+  for (int i = 0; i < 12; ++i)
+    copies += R"(,{"op":"copy","from":"/data","path":"/data/c)" + std::to_string(i) + R"("})";
+  Result copied = c.kubectl({"patch", "configmap", "taken", "-n", "errs", "--type=json",
+                             "--patch-file", c.file("copies.json", copies + "]")});
+  CHECK_THAT(copied, FailedWith("the accumulated size increase of copy is"));
+  CHECK(c.get_json({"configmap", "taken", "-n", "errs"})["data"] == nlohmann::json({{"v", "1"}}));
+}
+
 TEST_CASE("conflicts are 409: AlreadyExists on create and Conflict on a stale update", "[e2e]") {
   Cluster c;
   c.setup(kSetup);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "vkube/api/limits.h"
+
 namespace vkube::apiserver::apply {
 
 namespace {
@@ -40,7 +42,10 @@ bool allowed_from_last_applied(const ApplyRequest& r, FieldSet* allowed) {
   const json* annotation = last_applied_of(*r.live);
   if (annotation == nullptr) return false;
   json last = json::parse(annotation->get_ref<const std::string&>(), nullptr, false);
-  if (!last.is_object() || last.value("apiVersion", json()) != r.writer.api_version) return false;
+  // A string holds it, so no request depth check saw it: measured before walking it.
+  if (!last.is_object() || last.value("apiVersion", json()) != r.writer.api_version ||
+      !api::within_nesting_limit(last))
+    return false;
   auto set = fields_of(last, r.type, r.scope);
   if (!set.is_ok()) return false;
   Comparison c = compare(&last, *r.live, r.type, r.scope);
@@ -66,6 +71,14 @@ void update_last_applied(json& merged, const json& config) {
 
 Result<ApplyResult> run_apply(const ApplyRequest& r) {
   const Writer& w = r.writer;
+  // Every walk below recurses once per level of these: bounded here.
+  if (!api::within_nesting_limit(*r.config))
+    return Status::bad_request(
+        "error decoding YAML: the applied configuration nests objects or arrays deeper than " +
+        std::to_string(api::kMaxNestingDepth) + " levels");
+  if (r.live != nullptr && !api::within_object_limit(*r.live))
+    return Status::invalid("the object nests objects or arrays deeper than " +
+                           std::to_string(api::kMaxObjectNestingDepth) + " levels");
   ManagedFields entries;
   if (r.live != nullptr) {
     if (const json* mf = managed_fields_of(*r.live)) {

@@ -50,7 +50,9 @@ struct ApplyResult {
 // rewrites that annotation from its configuration. Errors: kInternal (as
 // kube answers) when the configuration does not fit the schema ("failed to
 // create typed patch object (<object_ref>): .spec.replicas: expected ...") or
-// the live managedFields do not decode.
+// the live managedFields do not decode; kBadRequest for a configuration, and
+// kInvalid for a live object, nested deeper than api::kMaxNestingDepth (the
+// walks recurse once per level, so nothing deeper is walked).
 Result<ApplyResult> run_apply(const ApplyRequest& r);
 
 // The 409 message kube gives for conflicts:

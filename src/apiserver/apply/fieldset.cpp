@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "vkube/api/limits.h"
+
 namespace vkube::apiserver::apply {
 
 namespace {
@@ -155,7 +157,9 @@ Result<FieldSet> FieldSet::from_json(const json& v) {
     std::string pe = key;
     if (key.starts_with("k:") || key.starts_with("v:")) {
       json parsed = json::parse(std::string_view(key).substr(2), nullptr, false);
-      if (parsed.is_discarded() || (key[0] == 'k' && !parsed.is_object()))
+      // The key is a string: its JSON passed no depth check before (dump recurses).
+      if (parsed.is_discarded() || (key[0] == 'k' && !parsed.is_object()) ||
+          !api::within_nesting_limit(parsed))
         return Status::bad_request("invalid path element \"" + key + "\" in FieldsV1");
       pe = key.substr(0, 2) + parsed.dump();
     } else if (!key.starts_with("f:") && !key.starts_with("i:")) {

@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "jsonpath.h"
+#include "vkube/api/limits.h"
 
 namespace vkube::apiserver::crd {
 
@@ -208,9 +209,13 @@ std::vector<builtin::Kind> kinds_of(const json& crd) {
   std::string storage;
   for (const json& v : versions)
     if (at(v, "storage").is_boolean() && v["storage"].get<bool>()) storage = str(v, "name");
-  for (const json& v : versions)
-    if (at(v, "served").is_boolean() && v["served"].get<bool>())
+  for (const json& v : versions) {
+    // A schema too deep to walk (stored before the limit) is not served:
+    // serving it without its schema would skip its validation.
+    const json& schema = at(at(v, "schema"), "openAPIV3Schema");
+    if (at(v, "served").is_boolean() && v["served"].get<bool>() && api::within_schema_limit(schema))
       out.push_back(kind_of(crd, names, v, storage));
+  }
   std::stable_sort(out.begin(), out.end(), [](const builtin::Kind& a, const builtin::Kind& b) {
     return version_before(a.resource.gv.version, b.resource.gv.version);
   });

@@ -7,6 +7,7 @@
 #include "definition.h"
 #include "jsonpath.h"
 #include "structural.h"
+#include "vkube/api/limits.h"
 #include "vkube/api/validation.h"
 
 namespace vkube::apiserver::crd {
@@ -149,6 +150,12 @@ void check_versions(const json& crd, FieldErrors& errs) {
     const json& schema = at(at(v, "schema"), "openAPIV3Schema");
     if (!schema.is_object())
       errs.push_back({Type::kRequired, p + ".schema.openAPIV3Schema", "schemas are required", {}});
+    else if (!api::within_schema_limit(schema))  // before anything recurses into it
+      errs.push_back({Type::kForbidden,
+                      p + ".schema.openAPIV3Schema",
+                      "must not nest objects or arrays deeper than " +
+                          std::to_string(api::kMaxSchemaNestingDepth) + " levels",
+                      {}});
     else
       check_schema(schema, p + ".schema.openAPIV3Schema", errs);
     check_columns(at(v, "additionalPrinterColumns"), p + ".additionalPrinterColumns", errs);
@@ -191,7 +198,7 @@ std::vector<std::string> definition_warnings(const json& crd) {
   const json& versions = at(at(crd, "spec"), "versions");
   for (size_t i = 0; versions.is_array() && i < versions.size(); ++i) {
     const json& schema = at(at(versions[i], "schema"), "openAPIV3Schema");
-    if (!schema.is_object()) continue;
+    if (!schema.is_object() || !api::within_schema_limit(schema)) continue;
     std::string p = "spec.versions[" + std::to_string(i) + "].schema.openAPIV3Schema";
     for (std::string& w : cel::check_rules(schema, p))
       out.push_back("x-kubernetes-validations rule not enforced by vkube: " + w);
