@@ -114,6 +114,9 @@ class TenantImpl final : public Tenant {
     apiserver::Options ao;
     ao.backend = cache_.get();
     ao.pod_security = o.pod_security;
+    ao.max_requests_inflight = o.max_requests_inflight;
+    ao.max_mutating_inflight = o.max_mutating_inflight;
+    ao.max_read_bytes_inflight = o.max_read_bytes_inflight;
     auto gpu_quota = gpu::parse_gpu_quota(o.gpu_quota);
     if (!gpu_quota.is_ok()) return gpu_quota.status();
     ao.gpu_quota = std::move(gpu_quota).value();
@@ -137,6 +140,11 @@ class TenantImpl final : public Tenant {
     // so that a watch event's fan-out or a burst of requests uses the cores.
     ho.io_threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 4);
     ho.tls = http::TlsConfig{bundle->serving.cert_pem, bundle->serving.key_pem, bundle->ca.cert_pem};
+    // Only health probes may speak cleartext to the TLS port (never with
+    // credentials: the transport refuses an Authorization header there).
+    ho.cleartext_allowed = [](std::string_view method, std::string_view target) {
+      return method == "GET" && (target == "/readyz" || target == "/livez" || target == "/healthz");
+    };
     apiserver::ApiServer* api = api_.get();
     ho.runs_inline = [api](const http::Request& r) { return api->serves_without_blocking(r); };
     auto server = http::Server::start(ho, [api](http::Request& r) { return api->serve(r); });

@@ -29,6 +29,13 @@ constexpr size_t kReadChunk = 8 * 1024;
 // client has read our last response (Go's net/http waits 500 ms too).
 constexpr auto kLinger = std::chrono::milliseconds(500);
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+// Go's net/http writes these bytes itself, below its handlers (server.go);
+// clients and probes that tell servers apart by them see the same.
+constexpr std::string_view kCleartextOnTls =
+    "HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n";
+constexpr std::string_view kUnsupportedTransferEncoding =
+    "HTTP/1.1 501 Not Implemented\r\nContent-Type: text/plain; charset=utf-8\r\n"
+    "Connection: close\r\n\r\nUnsupported transfer encoding";
 
 std::string format_remote(const tcp::socket& socket) {
   error_code ec;
@@ -108,7 +115,10 @@ void Connection::start() {
 void Connection::on_detect(error_code ec, bool is_tls) {
   if (state_ != State::kDetecting) return;
   if (ec || core_.stopping) return close_now();
-  if (!is_tls) return read_request();
+  if (!is_tls) {
+    cleartext_on_tls_ = core_.tls != nullptr;
+    return read_request();
+  }
   if (!core_.tls) {
     VKUBE_LOG(debug, "http: TLS handshake on a plain HTTP server", {"remote", remote_});
     return close_now();
@@ -183,6 +193,8 @@ void Connection::read_request() {
 void Connection::on_header(error_code ec, size_t) {
   if (state_ != State::kReading) return;
   if (ec) return on_read_error(ec);
+  if (cleartext_on_tls_ && cleartext_refused()) return refuse_cleartext();
+  if (transfer_encoding_refused()) return send_raw(kUnsupportedTransferEncoding);
   if (parser_->is_done()) return dispatch();
   auto& req = parser_->get();
   if (req.version() >= 11 && iequals(req[http::field::expect], "100-continue")) {
@@ -213,6 +225,13 @@ void Connection::on_body(error_code ec, size_t) {
 }
 
 void Connection::on_read_error(error_code ec) {
+  if (cleartext_on_tls_ && ec != http::error::end_of_stream) {
+    // Nothing but a refusal is owed to a cleartext client of a TLS port.
+    if (parser_ && parser_->is_header_done()) return refuse_cleartext();
+    return close_now();
+  }
+  // A second Transfer-Encoding field, or one beside Content-Length.
+  if (ec == http::error::bad_transfer_encoding) return send_raw(kUnsupportedTransferEncoding);
   if (ec == http::error::body_limit) {
     return send_error(413, "RequestEntityTooLarge",
                       "the request body is too large (limit " +
@@ -228,6 +247,61 @@ void Connection::on_read_error(error_code ec) {
     return send_error(400, "BadRequest", "malformed HTTP request: " + ec.message());
   }
   close_now();  // end of stream, timeout, reset: nobody to answer
+}
+
+bool Connection::cleartext_refused() {
+  const auto& req = parser_->get();
+  // Credentials must never cross the wire in the clear, whatever the path.
+  if (req.find(http::field::authorization) != req.end()) return true;
+  const auto& allowed = core_.options.cleartext_allowed;
+  return !allowed ||
+         !allowed(std::string_view(req.method_string()), std::string_view(req.target()));
+}
+
+void Connection::refuse_cleartext() {
+  const auto& req = parser_->get();
+  // Go answers only when the first five bytes look like one of these
+  // requests (tlsRecordHeaderLooksLikeHTTP); anything else just closes.
+  std::string_view method = req.method_string(), target = req.target();
+  std::string first(method);
+  first += ' ';
+  first.append(target.substr(0, 4));
+  first.resize(std::min<size_t>(first.size(), 5));
+  VKUBE_LOG(debug, "http: cleartext request on the TLS port", {"remote", remote_});
+  for (std::string_view prefix : {"GET /", "HEAD ", "POST ", "PUT /", "OPTIO"}) {
+    if (first == prefix) return send_raw(kCleartextOnTls);
+  }
+  close_now();
+}
+
+bool Connection::transfer_encoding_refused() {
+  const auto& req = parser_->get();
+  if (req.version() < 11) return false;  // HTTP/1.0 has no transfer-codings; Go ignores the field
+  size_t fields = 0;
+  bool chunked = false;
+  for (const auto& field : req) {
+    if (field.name() != http::field::transfer_encoding) continue;
+    ++fields;
+    std::string_view v = field.value();
+    while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+    while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+    chunked = iequals(v, "chunked");
+  }
+  // Go (and nginx) take exactly one field saying exactly "chunked": other
+  // codings ("gzip, chunked") are where request smuggling lives.
+  return fields > 1 || (fields == 1 && !chunked);
+}
+
+void Connection::send_raw(std::string_view bytes) {
+  state_ = State::kWriting;
+  keep_alive_ = false;
+  response_ = Response{};
+  head_.assign(bytes);
+  arm(core_.options.read_timeout);
+  with_stream([&](auto& s) {
+    net::async_write(s, net::buffer(head_),
+                     beast::bind_front_handler(&Connection::on_written, shared_from_this()));
+  });
 }
 
 // Running the handler ------------------------------------------------------------

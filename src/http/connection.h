@@ -160,6 +160,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void on_continue_sent(error_code ec, size_t n);
   void on_body(error_code ec, size_t n);
   void on_read_error(error_code ec);
+  // Go's net/http refusals, written as it writes them (no Status body), then
+  // the connection closes: a cleartext request on a TLS port (false when the
+  // request does not look like one Go answers: the connection just closes),
+  // and a transfer-coding other than chunked.
+  bool cleartext_refused();
+  void refuse_cleartext();
+  bool transfer_encoding_refused();
+  void send_raw(std::string_view bytes);
   void dispatch();
   // On a worker thread, or on the strand for a request that runs inline.
   void run_handler(bool on_strand);
@@ -218,6 +226,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool http10_ = false;
   bool head_request_ = false;
   bool open_counted_ = true;  // still counted in ServerCore::open()
+  bool cleartext_on_tls_ = false;  // a TLS port, spoken to without TLS
 
   std::string remote_;
   std::optional<PeerCertificate> peer_;

@@ -1,8 +1,12 @@
 // The HTTP transport: Boost.Beast/Asio behind plain value types.
 //
-// One port serves plain HTTP/1.1 and TLS (told apart by the first byte of a
-// connection), with keep-alive, read/idle timeouts, a request body limit
-// (413), chunked streaming responses (for watch) and graceful shutdown.
+// One port serves HTTP/1.1 over TLS when TLS is configured (a cleartext
+// request there gets Go's 400 "Client sent an HTTP request to an HTTPS
+// server." unless ServerOptions::cleartext_allowed lets it in), plain HTTP
+// otherwise; with keep-alive, read/idle timeouts, a request body limit (413),
+// chunked streaming responses (for watch) and graceful shutdown. Request
+// framing is as strict as Go's net/http: a Transfer-Encoding other than one
+// "chunked" field gets 501 "Unsupported transfer encoding".
 // Nothing above this header includes Beast or Asio: the API server only sees
 // Request, Response and ResponseStream. The transport never sees Kubernetes
 // types.
@@ -128,6 +132,12 @@ struct Response {
   // Called with nullptr when the head could not be sent (the client went
   // away, the server is stopping).
   std::function<void(std::shared_ptr<Duplex>)> upgrade;
+  // Kept until the transport has sent this response (or dropped it: the
+  // client went away), then released on a transport thread: what the
+  // answer keeps in use beyond its handler, e.g. an in-flight slot and the
+  // memory its body holds. Streams and upgrades release it once their head
+  // is out.
+  std::shared_ptr<void> lease;
 
   void set_header(std::string name, std::string value);
 };
@@ -170,7 +180,14 @@ struct TlsConfig {
 struct ServerOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 0;  // 0 = pick a free port (see Server::port)
-  std::optional<TlsConfig> tls;  // TLS and plain share the port when set
+  std::optional<TlsConfig> tls;  // when set, the port speaks TLS (see cleartext_allowed)
+  // On a TLS port, which cleartext requests are served anyway (a health
+  // probe that cannot speak TLS): called with the method and the target as
+  // sent. A request that carries an Authorization header is never served
+  // in cleartext. Null, or false: Go's net/http answer "HTTP/1.0 400 Bad
+  // Request" with "Client sent an HTTP request to an HTTPS server.\n", and
+  // the connection closes. Unused without `tls`.
+  std::function<bool(std::string_view method, std::string_view target)> cleartext_allowed;
   size_t body_limit = 3u << 20;  // larger bodies get 413
   // To receive a whole request (from its first byte, or from accept for the
   // first request including the TLS handshake), and to write a response

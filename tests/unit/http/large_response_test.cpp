@@ -17,6 +17,7 @@ TEST_CASE("large responses arrive whole over plain HTTP and TLS", "[http]") {
   REQUIRE(bundle.is_ok());
   ServerOptions o;
   o.tls = TlsConfig{bundle->serving.cert_pem, bundle->serving.key_pem, bundle->ca.cert_pem};
+  o.cleartext_allowed = [](std::string_view, std::string_view) { return true; };
   const std::string body(300 * 1024, 'x');
   auto server = Server::start(o, [&](Request&) {
     Response r;

@@ -403,11 +403,15 @@ Response whoami(Request& req) {
   return r;
 }
 
-TEST_CASE("TLS and plain HTTP share one port", "[http]") {
+TEST_CASE("a TLS port serves cleartext only where it is allowed, never with credentials",
+          "[http]") {
   const TestCerts& certs = http::certs();
   REQUIRE(certs.ok);
   ServerOptions options;
   options.tls = TlsConfig{certs.file("server.crt"), certs.file("server.key"), ""};
+  options.cleartext_allowed = [](std::string_view, std::string_view target) {
+    return target == "/whoami";
+  };
   auto server = start_server(whoami, options);
   std::string port = std::to_string(server->port());
 
@@ -416,6 +420,14 @@ TEST_CASE("TLS and plain HTTP share one port", "[http]") {
   CHECK(tls.output == "tls anonymoustls anonymous");
   auto plain = run("curl -sS --max-time 5 http://127.0.0.1:" + port + "/whoami");
   CHECK(plain.output == "plain anonymous");
+  // Go's net/http answer, then the connection closes.
+  const std::string go_refusal =
+      "HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n";
+  auto other = run("curl -sS -i --max-time 5 http://127.0.0.1:" + port + "/again");
+  CHECK(other.output == go_refusal);
+  auto token = run(
+      "curl -sS -i --max-time 5 -H 'Authorization: Bearer t' http://127.0.0.1:" + port + "/whoami");
+  CHECK(token.output == go_refusal);
 
   ServerOptions bad;
   bad.tls = TlsConfig{certs.file("server.crt"), certs.file("other.key"), ""};
@@ -628,6 +640,7 @@ TEST_CASE("a stream to a client that reads slowly waits for it and loses nothing
   auto stream = std::make_shared<EagerStream>(chunks, true);
   ServerOptions options;
   options.tls = TlsConfig{certs.file("server.crt"), certs.file("server.key"), ""};
+  options.cleartext_allowed = [](std::string_view, std::string_view) { return true; };
   auto server = start_server(
       [&](Request&) {
         Response r;
@@ -724,6 +737,7 @@ TEST_CASE("a producer on the stream's own thread writes in order, straight or qu
   REQUIRE(certs.ok);
   ServerOptions options;
   options.tls = TlsConfig{certs.file("server.crt"), certs.file("server.key"), ""};
+  options.cleartext_allowed = [](std::string_view, std::string_view) { return true; };
   const std::string big(1024 * 1024, 'x');
   for (std::string mode : {"tls", "plain"}) {
     INFO(mode);

@@ -118,6 +118,7 @@ TEST_CASE("An upgraded connection carries bytes both ways at once, over TLS and 
   const bool tls = GENERATE(false, true);
   ServerOptions o;
   o.tls = TlsConfig{certs().bundle.serving.cert_pem, certs().bundle.serving.key_pem, ""};
+  o.cleartext_allowed = [](std::string_view, std::string_view) { return true; };
   auto server = start(o, upgrade_to_echo);
   ClientContext ctx(certs().bundle.ca.cert_pem);
   auto d = connect(server->port(), tls ? ctx.ctx : nullptr);
