@@ -1,34 +1,62 @@
 #include "codec.h"
 
+#include <cctype>
+
 #include "errors.h"
 #include "vkube/schema/protobuf.h"
 #include "vkube/schema/validation.h"
+#include "yaml_json.h"
 
 namespace vkube::apiserver {
 
 namespace {
 
 constexpr std::string_view kUnknownFormat =
-    "the body of the request was in an unknown format - accepted media types include: "
-    "application/json, application/yaml, application/vnd.kubernetes.protobuf";
+    "the body of the request was in an unknown format - accepted media types include: ";
+
+// The media type of a Content-Type value, as Go's mime.ParseMediaType gives
+// it: before any parameter, without surrounding space, in lower case.
+std::string media_type(std::string_view content_type) {
+  std::string_view type = content_type.substr(0, content_type.find(';'));
+  while (!type.empty() && (type.front() == ' ' || type.front() == '\t')) type.remove_prefix(1);
+  while (!type.empty() && (type.back() == ' ' || type.back() == '\t')) type.remove_suffix(1);
+  std::string out(type);
+  for (char& ch : out) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return out;
+}
 
 }  // namespace
 
 Result<json> decode_request_body(const http::Request& req, bool custom_resource,
                                  std::vector<std::string>* duplicates) {
-  std::string_view ct = req.header("Content-Type");
-  if (is_protobuf(ct)) {
-    if (custom_resource)
-      return Status(Code::kUnsupportedMediaType,
-                    "the body of the request was in an unknown format - accepted media types "
-                    "include: application/json, application/yaml");
+  // kube's NegotiateInputSerializer: no Content-Type is JSON, the first
+  // type served; a type nobody serves is 415 listing the ones served (a
+  // custom resource has no protobuf).
+  const std::string type = media_type(req.header("Content-Type"));
+  if (type == "application/vnd.kubernetes.protobuf" && !custom_resource) {
     auto obj = schema::decode_object(req.body);
     if (!obj.is_ok())
       return Status::bad_request("the protobuf body could not be decoded: " + obj.status().message());
     return obj;
   }
+  if (type == "application/yaml") {
+    // The one YAML converter, with its bounds on aliases and depth.
+    auto obj = apply::yaml_to_json(req.body);
+    if (!obj.is_ok()) return obj.status();
+    return obj;
+  }
+  if (!type.empty() && type != "application/json") {
+    return Status(
+        Code::kUnsupportedMediaType,
+        std::string(kUnknownFormat) + (custom_resource ? "application/json, application/yaml"
+                                                       : "application/json, application/yaml, "
+                                                         "application/vnd.kubernetes.protobuf"));
+  }
   json v = schema::parse_json(req.body, duplicates);
-  if (v.is_discarded()) return Status::bad_request(std::string(kUnknownFormat));
+  if (v.is_discarded())
+    return Status::bad_request(std::string(kUnknownFormat) +
+                               "application/json, application/yaml, "
+                               "application/vnd.kubernetes.protobuf");
   return v;
 }
 

@@ -10,6 +10,7 @@
 #include "definition.h"
 #include "field_manager.h"
 #include "gpu_quota.h"
+#include "inflight.h"
 #include "server_impl.h"
 #include "service_ips.h"
 #include "table.h"
@@ -27,7 +28,11 @@ Server::Server(Options options)
       watches_(std::make_unique<WatchDispatcher>(metrics_)),
       service_ips_(std::make_unique<ServiceIpAllocator>(options_.service_cidr)),
       authorizer_(std::make_unique<Authorizer>(options_.backend)),
-      admission_(std::make_unique<Admission>(options_.backend)) {
+      admission_(std::make_unique<Admission>(options_.backend)),
+      limiter_(std::make_shared<InflightLimiter>(
+          InflightLimits{options_.max_requests_inflight, options_.max_mutating_inflight,
+                         options_.max_read_bytes_inflight},
+          &metrics_)) {
   service_ips_->set_backend(options_.backend);
   if (!options_.gpu_quota.empty() && options_.backend != nullptr) {
     gpu_quota_ = std::make_unique<GpuQuotaAdmission>(
@@ -37,7 +42,10 @@ Server::Server(Options options)
   if (options_.backend != nullptr) load_crds(*this);
 }
 
-Server::~Server() { shutdown(); }
+Server::~Server() {
+  shutdown();
+  limiter_->detach_metrics();
+}
 
 void Server::add_metrics_source(std::function<std::string()> render) {
   std::lock_guard lock(metrics_sources_mu_);
@@ -120,6 +128,26 @@ bool is_mutating(const std::string& method) {
   return method == "POST" || method == "PUT" || method == "PATCH" || method == "DELETE";
 }
 
+// kube's BasicLongRunningRequestCheck: these hold a connection for as long
+// as the client wants, so they do not count against the in-flight limit.
+bool is_long_running(const RequestInfo& info) {
+  if (info.verb == "watch" || info.verb == "proxy") return true;
+  const std::string& sub = info.subresource;
+  return sub == "attach" || sub == "exec" || sub == "proxy" || sub == "log" || sub == "portforward";
+}
+
+// The max-in-flight filter's answer, as kube-apiserver writes it (plain
+// text, not a Status: http.Error in its tooManyRequests).
+http::Response too_many_requests() {
+  http::Response r;
+  r.status = 429;
+  r.set_header("Content-Type", "text/plain; charset=utf-8");
+  r.set_header("X-Content-Type-Options", "nosniff");
+  r.set_header("Retry-After", "1");
+  r.body = "Too many requests, please try again later.\n";
+  return r;
+}
+
 http::Response text_response(int code, std::string body) {
   http::Response r;
   r.status = code;
@@ -191,31 +219,20 @@ http::Response Server::chain(http::Request& req, const RequestInfo& info) {
                                            {std::string(rbac::kUnauthenticatedGroup)}, ""};
   if (auto err = impersonate(*authorizer_, req, user)) return error_response(*err);
 
-  // Long-running requests (watches) do not count against the limits.
-  const bool long_running = info.verb == "watch";
-  const bool mutating = is_mutating(req.method);
-  std::atomic<size_t>& counter = mutating ? inflight_mutating_ : inflight_;
-  const size_t limit = mutating ? options_.max_mutating_inflight : options_.max_requests_inflight;
-  if (!long_running) {
-    if (counter.fetch_add(1) >= limit) {
-      counter.fetch_sub(1);
-      http::Response r = error_response(
-          Status(Code::kTooManyRequests, "too many requests, please try again later"));
-      r.set_header("Retry-After", "1");
-      return r;
+  // The in-flight limit, for network clients: the server's own components
+  // call in process, as kube's loopback client does, and are exempt.
+  std::shared_ptr<InflightLease> lease;
+  std::string list_key;
+  if (!is_long_running(info) && !req.remote.empty()) {
+    const bool mutating = is_mutating(req.method);
+    size_t reserve = 0;
+    if (!mutating && info.verb == "list") {
+      list_key = req.path + "?limit=" + http::query_param(req.query, "limit").value_or("");
+      reserve = limiter_->list_estimate(list_key);
     }
-    metrics_.inflight_add(1);
+    lease = limiter_->admit(mutating, reserve);
+    if (!lease) return too_many_requests();
   }
-  struct Release {
-    std::atomic<size_t>* c;
-    Metrics* m;
-    ~Release() {
-      if (c) {
-        c->fetch_sub(1);
-        m->inflight_add(-1);
-      }
-    }
-  } release{long_running ? nullptr : &counter, &metrics_};
 
   // Authorization (RBAC). system:masters skips the policy lookup.
   if (!rbac::is_privileged(user.groups)) {
@@ -230,12 +247,14 @@ http::Response Server::chain(http::Request& req, const RequestInfo& info) {
     return error_response(Status::bad_request("the request body nests objects or arrays deeper than " +
                                               std::to_string(kMaxNesting) + " levels"));
   http::Response resp = route(req, info, user);
-  if (resp.deferred && release.c != nullptr) {
-    // In flight until answered.
-    resp.deferred->then([c = std::exchange(release.c, nullptr), m = &metrics_](http::Response&) {
-      c->fetch_sub(1);
-      m->inflight_add(-1);
-    });
+  if (lease) {
+    // In flight, holding its body, until the transport has sent the answer.
+    http::DeferredResponse::finally(
+        resp, [lease, key = std::move(list_key), limiter = limiter_](http::Response& r) mutable {
+          lease->settle(r.body.size());
+          if (!key.empty() && r.status == 200) limiter->learn_list(key, r.body.size());
+          r.lease = std::move(lease);
+        });
   }
   return resp;
 }

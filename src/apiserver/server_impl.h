@@ -32,6 +32,7 @@ class WatchDispatcher;
 class ServiceIpAllocator;
 class Authorizer;
 class GpuQuotaAdmission;
+class InflightLimiter;
 
 class Server final : public ApiServer {
  public:
@@ -100,8 +101,7 @@ class Server final : public ApiServer {
   std::mutex crd_mu_;
   std::map<std::string, json> crd_names_;  // guarded by crd_mu_
   std::atomic<bool> ready_{false};
-  std::atomic<size_t> inflight_{0};
-  std::atomic<size_t> inflight_mutating_{0};
+  std::shared_ptr<InflightLimiter> limiter_;  // shared with the leases of answers in flight
   std::mutex metrics_sources_mu_;
   std::vector<std::function<std::string()>> metrics_sources_;  // guarded by metrics_sources_mu_
   std::mutex pod_connector_mu_;

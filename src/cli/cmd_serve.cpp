@@ -142,6 +142,16 @@ int run_serve(const Args& args) {
       "gpu-quota", "",
       "the tenant's GPU quota, checked at pod create: gpus=N (whole GPUs), milli=N (all GPU in "
       "thousandths), model:<nvidia.com/gpu.product>=N (GPUs on that model), comma-separated");
+  int64_t& max_inflight = flags.add_int(
+      "max-requests-inflight", 400,
+      "read-only requests served at once before 429, as kube-apiserver's flag (0: no limit)");
+  int64_t& max_mutating = flags.add_int(
+      "max-mutating-requests-inflight", 200,
+      "mutating requests served at once before 429, as kube-apiserver's flag (0: no limit)");
+  int64_t& max_read_mib = flags.add_int(
+      "max-read-inflight-mib", 128,
+      "MiB that read-only requests (LISTs, while built and until sent) may hold before 429 "
+      "(0: no limit)");
   SyncFlags sync_flags = add_sync_flags(flags);
   PolicyFlags policy_flags = add_policy_flags(flags);
   if (int rc = parse_or_exit(flags, log_flags, args); rc >= 0) return rc;
@@ -164,6 +174,13 @@ int run_serve(const Args& args) {
   o.service_account_signing_alg = sa_alg;
   o.pod_security = pod_security;
   o.gpu_quota = gpu_quota;
+  if (max_inflight < 0 || max_mutating < 0 || max_read_mib < 0)
+    return fail(
+        "--max-requests-inflight, --max-mutating-requests-inflight and "
+        "--max-read-inflight-mib cannot be negative");
+  o.max_requests_inflight = static_cast<size_t>(max_inflight);
+  o.max_mutating_inflight = static_cast<size_t>(max_mutating);
+  o.max_read_bytes_inflight = static_cast<size_t>(max_read_mib) << 20;
   o.tls_sans = split_list(sans);
   std::string listen_host = listen.substr(0, listen.rfind(':'));
   auto components =

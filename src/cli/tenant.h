@@ -54,6 +54,10 @@ struct TenantOptions {
   std::string pod_security = "baseline";
   // The tenant's GPU quota, as --gpu-quota (gpu::parse_gpu_quota); empty: none.
   std::string gpu_quota;
+  // The API server's in-flight limits (apiserver::Options; 0: none).
+  size_t max_requests_inflight = 400;
+  size_t max_mutating_inflight = 200;
+  size_t max_read_bytes_inflight = 128u << 20;
   // The operator's host policy, checked at admission (only with a host).
   std::shared_ptr<const syncer::HostPolicy> host_policy;
   std::vector<Component> components;

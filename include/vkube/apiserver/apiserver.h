@@ -100,9 +100,16 @@ struct Options {
   // Services it refuses are refused at create and update (403), workload
   // templates it refuses get warnings; null: no host, nothing checked.
   std::shared_ptr<const syncer::HostPolicy> host_policy;
-  // Requests handled at once before 429 (mutating and read-only).
+  // Requests from the network handled at once before 429 (read-only and
+  // mutating; kube's defaults). A request counts until its answer is sent;
+  // the server's own in-process calls do not count. 0: no limit.
   size_t max_requests_inflight = 400;
   size_t max_mutating_inflight = 200;
+  // Bytes read-only requests may hold at once (a LIST's expected answer
+  // while it is built, then each answer's body until sent); a read beyond
+  // it gets 429. One answer of any size is served when nothing else holds.
+  // 0: no limit.
+  size_t max_read_bytes_inflight = 128u << 20;
 };
 
 class ApiServer {

@@ -1,5 +1,6 @@
 #include "yaml_json.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -9,6 +10,9 @@
 #include <cstdint>
 #include <cstdlib>
 #include <optional>
+#include <sstream>
+#include <unordered_map>
+#include <vector>
 
 namespace vkube::apiserver::apply {
 
@@ -100,34 +104,160 @@ json plain_scalar(const std::string& s) {
   return s;
 }
 
-json convert(const YAML::Node& n, int depth) {
-  if (depth > 100) throw YAML::Exception(n.Mark(), "the document is nested too deeply");
-  switch (n.Type()) {
-    case YAML::NodeType::Null:
-    case YAML::NodeType::Undefined:
-      return nullptr;
-    case YAML::NodeType::Scalar: {
-      const std::string& tag = n.Tag();
-      if (tag == "!" || tag == "tag:yaml.org,2002:str" || tag == "tag:yaml.org,2002:binary")
-        return n.Scalar();
-      return plain_scalar(n.Scalar());
+// Scalars as the JSON object model: quoted and !!str-tagged ones stay strings.
+json scalar_value(const std::string& tag, const std::string& value) {
+  if (tag == "!" || tag == "tag:yaml.org,2002:str" || tag == "tag:yaml.org,2002:binary")
+    return value;
+  return plain_scalar(value);
+}
+
+// A refusal from inside the parser's callbacks, with kube's text.
+struct Refused {
+  std::string message;
+};
+
+// go-yaml's alias budget (decode.go, allowedAliasRatio): up to 99% of the
+// nodes of a document of up to 400,000 nodes may come from aliases, falling
+// to 10% at 4,000,000, and no document fails before 1,000 nodes or with
+// 100 aliased nodes or fewer. kube (sigs.k8s.io/yaml) inherits it.
+bool excessive_aliasing(uint64_t decoded, uint64_t aliased) {
+  if (aliased <= 100 || decoded <= 1000) return false;
+  constexpr double kLow = 400000, kHigh = 4000000;
+  double allowed = decoded <= kLow    ? 0.99
+                   : decoded >= kHigh ? 0.10
+                                      : 0.99 - 0.89 * ((decoded - kLow) / (kHigh - kLow));
+  return static_cast<double>(aliased) / static_cast<double>(decoded) > allowed;
+}
+
+// Builds the JSON value from the parser's events, without recursion. An
+// alias is a copy of its anchor's finished value, and what every copy adds
+// (nodes, bytes of scalars, depth) is checked before it is made: expansion
+// is what turns a few hundred bytes into gigabytes.
+class Builder final : public YAML::EventHandler {
+ public:
+  json take() { return std::move(result_); }
+
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnAnchor(const YAML::Mark&, const std::string& name) override { anchor_name_ = name; }
+  void OnNull(const YAML::Mark&, YAML::anchor_t anchor) override {
+    count_node();
+    finish(Item{nullptr, "", 1, 0, 0}, anchor);
+  }
+  void OnScalar(const YAML::Mark&, const std::string& tag, YAML::anchor_t anchor,
+                const std::string& value) override {
+    count_node();
+    bytes_ += value.size();
+    finish(Item{scalar_value(tag, value), value, 1, value.size(), 0}, anchor);
+  }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    count_node();
+    auto it = anchors_.find(anchor);
+    if (it == anchors_.end()) {  // its node is still open (the parser knows the anchor)
+      throw Refused{"yaml: anchor '" + open_names_[anchor] + "' value contains itself"};
     }
-    case YAML::NodeType::Sequence: {
-      json out = json::array();
-      for (const auto& e : n) out.push_back(convert(e, depth + 1));
-      return out;
+    const Item& target = it->second;
+    decoded_ += target.nodes;
+    aliased_ += target.nodes;
+    bytes_ += target.bytes;
+    alias_bytes_ += target.bytes;
+    if (excessive_aliasing(decoded_, aliased_) || aliased_ > kMaxAliasNodes ||
+        alias_bytes_ > kMaxAliasBytes)
+      throw Refused{"yaml: document contains excessive aliasing"};
+    check_depth(mark, stack_.size() + target.depth);
+    finish(Item(target), 0);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                       YAML::EmitterStyle::value) override {
+    open(mark, json::array(), anchor);
+  }
+  void OnSequenceEnd() override { close(); }
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                  YAML::EmitterStyle::value) override {
+    open(mark, json::object(), anchor);
+  }
+  void OnMapEnd() override { close(); }
+
+ private:
+  // A finished value, and what it cost to build (for the copies of it).
+  struct Item {
+    json value;
+    std::string key;  // its text as a mapping key: a scalar's, else ""
+    uint64_t nodes = 0;
+    uint64_t bytes = 0;
+    size_t depth = 0;
+  };
+  struct Frame {
+    json value;
+    YAML::anchor_t anchor;
+    uint64_t first_node;             // decoded_ before it
+    uint64_t first_byte;             // bytes_ before it
+    size_t depth = 1;                // of the deepest value in it, itself counted
+    std::optional<std::string> key;  // a mapping's key waiting for its value
+  };
+
+  void count_node() {
+    ++decoded_;
+    if (excessive_aliasing(decoded_, aliased_))
+      throw Refused{"yaml: document contains excessive aliasing"};
+  }
+
+  void check_depth(const YAML::Mark& mark, size_t depth) {
+    if (depth > kMaxDepth)
+      throw YAML::Exception(
+          mark, "the document nests more than " + std::to_string(kMaxDepth) + " levels deep");
+  }
+
+  void open(const YAML::Mark& mark, json value, YAML::anchor_t anchor) {
+    count_node();
+    check_depth(mark, stack_.size() + 1);
+    if (anchor != 0) open_names_[anchor] = anchor_name_;
+    stack_.push_back(Frame{std::move(value), anchor, decoded_ - 1, bytes_, 1, std::nullopt});
+  }
+
+  void close() {
+    Frame f = std::move(stack_.back());
+    stack_.pop_back();
+    Item item{std::move(f.value), "", decoded_ - f.first_node, bytes_ - f.first_byte, f.depth};
+    finish(std::move(item), f.anchor);
+  }
+
+  void finish(Item item, YAML::anchor_t anchor) {
+    if (anchor != 0) anchors_[anchor] = item;
+    if (stack_.empty()) {
+      result_ = std::move(item.value);
+      return;
     }
-    case YAML::NodeType::Map: {
-      json out = json::object();
-      for (const auto& kv : n) {
-        std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "";
-        out[key] = convert(kv.second, depth + 1);
-      }
-      return out;
+    Frame& parent = stack_.back();
+    parent.depth = std::max(parent.depth, item.depth + 1);
+    if (parent.value.is_array()) {
+      parent.value.push_back(std::move(item.value));
+    } else if (!parent.key) {
+      parent.key = std::move(item.key);
+    } else {
+      parent.value[*parent.key] = std::move(item.value);
+      parent.key.reset();
     }
   }
-  return nullptr;
-}
+
+  // Nesting kube's JSON decoding and every walker over request bodies take.
+  static constexpr size_t kMaxDepth = 1000;
+  // What aliases may add in all, beyond go-yaml's ratio (which lets a
+  // document of a million plain nodes add a million more): the nodes its
+  // comments promise, and scalar bytes a little over the body limit (3 MiB).
+  static constexpr uint64_t kMaxAliasNodes = 400000;
+  static constexpr uint64_t kMaxAliasBytes = 4u << 20;
+
+  std::vector<Frame> stack_;
+  std::unordered_map<YAML::anchor_t, Item> anchors_;            // finished anchored values
+  std::unordered_map<YAML::anchor_t, std::string> open_names_;  // for the error message
+  std::string anchor_name_;                                     // the last anchor the parser named
+  json result_;
+  uint64_t decoded_ = 0;      // nodes built, copies through aliases included
+  uint64_t aliased_ = 0;      // of those, nodes built by aliases
+  uint64_t bytes_ = 0;        // scalar bytes built, copies through aliases included
+  uint64_t alias_bytes_ = 0;  // of those, bytes copied by aliases
+};
 
 }  // namespace
 
@@ -137,13 +267,20 @@ Result<json> yaml_to_json(std::string_view text) {
     json j = json::parse(text, nullptr, false);
     if (!j.is_discarded()) return j;
   }
+  constexpr std::string_view kPrefix = "error decoding YAML: error converting YAML to JSON: ";
   try {
-    return convert(YAML::Load(std::string(text)), 0);
+    std::istringstream in{std::string(text)};
+    YAML::Parser parser(in);
+    Builder builder;
+    parser.HandleNextDocument(builder);
+    return builder.take();
+  } catch (const Refused& r) {
+    return Status::bad_request(std::string(kPrefix) + r.message);
   } catch (const YAML::Exception& e) {
-    return Status::bad_request("error decoding YAML: yaml: line " +
+    return Status::bad_request(std::string(kPrefix) + "yaml: line " +
                                std::to_string(e.mark.line + 1) + ": " + e.msg);
   } catch (const std::exception& e) {
-    return Status::bad_request(std::string("error decoding YAML: ") + e.what());
+    return Status::bad_request(std::string(kPrefix) + e.what());
   }
 }
 

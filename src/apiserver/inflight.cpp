@@ -1,0 +1,93 @@
+#include "inflight.h"
+
+#include "metrics.h"
+
+namespace vkube::apiserver {
+
+namespace {
+
+// A LIST never seen before is taken to answer this much: a few thousand
+// small objects. Its own answer corrects the guess for the next one.
+constexpr size_t kDefaultListBody = 4u << 20;
+// Distinct LIST keys remembered; the table starts over beyond it, so that
+// clients listing ever new paths cannot grow it.
+constexpr size_t kMaxListKeys = 4096;
+
+}  // namespace
+
+InflightLease::InflightLease(std::shared_ptr<InflightLimiter> limiter, bool mutating,
+                             size_t reserved)
+    : limiter_(std::move(limiter)), mutating_(mutating), held_(reserved) {}
+
+InflightLease::~InflightLease() {
+  limiter_->release(mutating_, held_);
+}
+
+void InflightLease::settle(size_t bytes) {
+  if (mutating_) return;  // only reads are held to the byte budget
+  limiter_->resettle(held_, bytes);
+  held_ = bytes;
+}
+
+InflightLimiter::InflightLimiter(InflightLimits limits, Metrics* metrics)
+    : limits_(limits), metrics_(metrics) {}
+
+std::shared_ptr<InflightLease> InflightLimiter::admit(bool mutating, size_t reserve) {
+  std::atomic<size_t>& count = mutating ? mutating_ : readonly_;
+  const size_t limit = mutating ? limits_.max_mutating : limits_.max_readonly;
+  if (count.fetch_add(1) >= limit && limit != 0) {
+    count.fetch_sub(1);
+    return nullptr;
+  }
+  if (mutating) {
+    reserve = 0;
+  } else {
+    size_t held = read_bytes_.load();
+    do {
+      // Over the budget only when something else holds bytes: a single
+      // answer larger than the whole budget is still served, alone.
+      if (held > 0 && held + reserve > limits_.max_read_bytes && limits_.max_read_bytes != 0) {
+        count.fetch_sub(1);
+        return nullptr;
+      }
+    } while (!read_bytes_.compare_exchange_weak(held, held + reserve));
+  }
+  gauge(1);
+  return std::make_shared<InflightLease>(shared_from_this(), mutating, reserve);
+}
+
+void InflightLimiter::release(bool mutating, size_t held) {
+  if (!mutating) read_bytes_.fetch_sub(held);
+  (mutating ? mutating_ : readonly_).fetch_sub(1);
+  gauge(-1);
+}
+
+void InflightLimiter::resettle(size_t from, size_t to) {
+  if (to >= from) {
+    read_bytes_.fetch_add(to - from);
+  } else {
+    read_bytes_.fetch_sub(from - to);
+  }
+}
+
+size_t InflightLimiter::list_estimate(const std::string& key) const {
+  std::lock_guard lock(mu_);
+  auto it = list_sizes_.find(key);
+  return 2 * (it == list_sizes_.end() ? kDefaultListBody : it->second);
+}
+
+void InflightLimiter::learn_list(const std::string& key, size_t body_bytes) {
+  std::lock_guard lock(mu_);
+  if (list_sizes_.size() >= kMaxListKeys && !list_sizes_.contains(key)) list_sizes_.clear();
+  list_sizes_[key] = body_bytes;
+}
+
+void InflightLimiter::gauge(int delta) {
+  if (Metrics* m = metrics_.load()) m->inflight_add(delta);
+}
+
+void InflightLimiter::detach_metrics() {
+  metrics_ = nullptr;
+}
+
+}  // namespace vkube::apiserver
