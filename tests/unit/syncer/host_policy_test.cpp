@@ -6,6 +6,7 @@
 #include "vkube/syncer/translate_objects.h"
 
 using json = nlohmann::json;
+using vkube::Status;
 using vkube::syncer::HostPolicy;
 using vkube::syncer::PolicyViolation;
 

@@ -20,14 +20,14 @@ namespace {
 
 // The operator's: its scheduler, queue label and priority class.
 const HostPolicy& operator_policy() {
-  static const HostPolicy p = [] {
+  static const HostPolicy policy = [] {
     HostPolicy p;
     p.scheduler_name = "vkube-scheduler";
     p.labels = {{"kueue.x-k8s.io/queue-name", "team-a"}};
     p.priority_class = "vkube-tenant-team-a";
     return p;
   }();
-  return p;
+  return policy;
 }
 
 PodContext context(const NameMapper& names) {
