@@ -63,13 +63,18 @@ TEST_CASE("host policy: what only the operator may choose is refused at the tena
       {"control-plane",
        "  tolerations:\n  - key: node-role.kubernetes.io/control-plane\n    operator: Exists\n"
        "    effect: NoSchedule\n",
-       "tolerating \"node-role.kubernetes.io/control-plane:NoSchedule\" is not allowed"},
+       "spec.tolerations[0]: tolerating \"node-role.kubernetes.io/control-plane:NoSchedule\" is "
+       "not allowed"},
       {"one-node", "  nodeSelector:\n    kubernetes.io/hostname: " + node + "\n",
        "spec.nodeSelector[kubernetes.io/hostname]: node label \"kubernetes.io/hostname\" names "
        "one host node"},
       {"runtime", "  runtimeClassName: nvidia\n",
        "spec.runtimeClassName: \"nvidia\" is not allowed (allowed: none)"},
   };
+  // The class exists in the tenant: what refuses it is the host policy.
+  a.setup(
+      "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata:\n  name: nvidia\n"
+      "handler: nvidia\n");
   for (const Refused& r : refused) {
     Result got = a.kubectl(
         {"create", "-f", a.file(std::string(r.name) + ".yaml", pod_yaml(r.name, r.spec))});
