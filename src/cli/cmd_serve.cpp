@@ -136,7 +136,8 @@ int run_serve(const Args& args) {
       "JWS algorithm of service-account tokens: ES256 (ECDSA P-256) or RS256 (RSA 2048)");
   std::string& pod_security = flags.add_string(
       "pod-security", "baseline",
-      "Pod Security level of namespaces without the pod-security.kubernetes.io/enforce label: "
+      "Pod Security level of namespaces without the pod-security.kubernetes.io/enforce label, and "
+      "the least any namespace may enforce (a label may tighten it, never loosen it): "
       "privileged, baseline or restricted");
   std::string& gpu_quota = flags.add_string(
       "gpu-quota", "",
