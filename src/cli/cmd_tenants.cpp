@@ -323,7 +323,9 @@ Result<std::string> ensure_tenant(const std::string& host_kubeconfig, const std:
   auto host = connect_host(hf);
   if (!host.is_ok()) return host.status();
   Client& c = *host->client;
-  TenantSpec spec{name, tenant_host_namespace(name), "", "baseline", "milli", ""};
+  TenantSpec spec;
+  spec.name = name;
+  spec.ns = tenant_host_namespace(name);
   auto got = c.call("GET", "/api/v1/namespaces/" + spec.ns);
   if (got.code == 404) {
     VKUBE_RETURN_IF_ERROR(create_tenant(c, spec));
@@ -371,6 +373,10 @@ int run_create(const Args& args) {
       "allowed-service-types", "",
       "the host policy: Service types copied to the host (default ClusterIP)");
   std::string& image = flags.add_string("image", "", "the vkube image (default: the manifest's)");
+  bool& unsandboxed = flags.add_bool(
+      "unsandboxed-local-pods", false,
+      "on `vkube host` only: the tenant's pods of the vkube image run as processes of the "
+      "machine, NOT SANDBOXED (as the host's user); for tests of logs, exec and port-forward");
   int64_t& timeout =
       flags.add_int("timeout-seconds", 120, "how long to wait for the tenant to answer");
   bool& wait =
@@ -400,11 +406,18 @@ int run_create(const Args& args) {
   auto host = connect_host(hf);
   if (!host.is_ok()) return fail(host.status().message());
   Client& c = *host->client;
-  TenantSpec spec{name, tenant_host_namespace(name), image, pod_security, sharing, gpu_quota};
+  TenantSpec spec;
+  spec.name = name;
+  spec.ns = tenant_host_namespace(name);
+  spec.image = image;
+  spec.pod_security = pod_security;
+  spec.gpu_sharing = sharing;
+  spec.gpu_quota = gpu_quota;
   spec.allowed_tolerations = tolerations;
   spec.allowed_node_selector_keys = node_keys;
   spec.allowed_runtime_classes = runtime_classes;
   spec.allowed_service_types = service_types;
+  spec.unsandboxed_local_pods = unsandboxed;
   if (Status st = create_tenant(c, spec); !st.is_ok()) return fail(st.message());
   const double applied_ms = ms_since(t0);
   if (!wait) {

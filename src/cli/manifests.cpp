@@ -130,14 +130,17 @@ Result<std::vector<json>> tenant_objects(std::string_view yaml, const TenantSpec
 }
 
 json tenant_namespace(const TenantSpec& spec) {
-  return {{"apiVersion", "v1"},
-          {"kind", "Namespace"},
-          {"metadata",
-           {{"name", spec.ns},
-            {"labels",
-             {{"vkube.io/tenant", spec.name},
-              {"app.kubernetes.io/managed-by", "vkube"},
-              {"pod-security.kubernetes.io/enforce", spec.pod_security}}}}}};
+  json ns = {{"apiVersion", "v1"},
+             {"kind", "Namespace"},
+             {"metadata",
+              {{"name", spec.ns},
+               {"labels",
+                {{"vkube.io/tenant", spec.name},
+                 {"app.kubernetes.io/managed-by", "vkube"},
+                 {"pod-security.kubernetes.io/enforce", spec.pod_security}}}}}};
+  if (spec.unsandboxed_local_pods)
+    ns["metadata"]["labels"]["vkube.io/unsandboxed-local-pods"] = "true";
+  return ns;
 }
 
 }  // namespace vkube::cli

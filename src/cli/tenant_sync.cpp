@@ -44,6 +44,15 @@ SyncFlags add_sync_flags(FlagSet& f) {
                                    "kai-scheduler with --host-gpu-sharing kai)");
   s.queue_labels = &f.add_string("host-pod-labels", "",
                                  "labels set on every host pod, k=v,... (e.g. a scheduler queue)");
+  s.host_pod_security = &f.add_string(
+      "host-pod-security", "baseline",
+      "the operator's Pod Security level for the host namespace (its enforce label): "
+      "baseline or restricted; the host refuses tenant pods past it, whatever the tenant allows");
+  s.unsandboxed_local_pods = &f.add_bool(
+      "host-unsandboxed-local-pods", false,
+      "on `vkube host` only: label the host namespace so that the tenant's pods of the vkube "
+      "image run as processes of the machine, NOT SANDBOXED; for tests of logs, exec and "
+      "port-forward");
   s.priority_class = &f.add_string(
       "host-priority-class", "", "PriorityClass of every host pod (the tenant's own never travel)");
   s.gpu_memory_mib = &f.add_int("host-gpu-memory-mib", 81920,
@@ -212,12 +221,10 @@ Component kubeconfig_secret(std::unique_ptr<hostclient::Client> client, const st
 
 }  // namespace
 
-Result<std::vector<Component>> sync_components(const SyncFlags& f, const std::string& tenant,
-                                               const std::string& listen_host,
-                                               const std::string& data_dir,
-                                               const std::string& gpu_quota,
-                                               syncer::HostPolicy policy,
-                                               std::shared_ptr<const syncer::HostPolicy>* admission) {
+Result<std::vector<Component>> sync_components(
+    const SyncFlags& f, const std::string& tenant, const std::string& listen_host,
+    const std::string& data_dir, const std::string& gpu_quota, syncer::HostPolicy policy,
+    std::shared_ptr<const syncer::HostPolicy>* admission) {
   std::vector<Component> out;
   const bool pod = in_pod();
   if (f.host_kubeconfig->empty() && !pod) return out;
@@ -229,6 +236,12 @@ Result<std::vector<Component>> sync_components(const SyncFlags& f, const std::st
   syncer::SyncerOptions so;
   so.tenant = tenant;
   so.host_namespace = *f.host_namespace;
+  so.host_pod_security = *f.host_pod_security;
+  so.unsandboxed_local_pods = *f.unsandboxed_local_pods;
+  if (so.host_pod_security != "privileged" && so.host_pod_security != "baseline" &&
+      so.host_pod_security != "restricted")
+    return Status::invalid("--host-pod-security must be privileged, baseline or restricted, got '" +
+                           so.host_pod_security + "'");
   if (so.host_namespace.empty())
     so.host_namespace =
         pod && f.host_kubeconfig->empty() ? config->ns : tenant_host_namespace(tenant);

@@ -16,6 +16,8 @@ struct SyncFlags {
   std::string* host_kubeconfig;
   std::string* host_context;
   std::string* host_namespace;
+  std::string* host_pod_security;
+  bool* unsandboxed_local_pods;
   std::string* gpu_sharing;
   std::string* mig;
   std::string* scheduler_name;

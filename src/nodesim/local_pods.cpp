@@ -1,6 +1,5 @@
 #include "local_pods.h"
 
-#include <cstdio>
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -9,6 +8,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <cstdio>
 
 #include <algorithm>
 #include <cerrno>
@@ -246,13 +246,32 @@ std::string LocalPods::log_file(const std::string& pod_dir, const std::string& c
   return pod_dir + "/" + container + ".log";
 }
 
+bool LocalPods::control_plane(const json& pod) {
+  // The syncer marks every pod it makes with its tenant object's UID and
+  // namespace (syncer/names.h), after the tenant's own labels and
+  // annotations: a tenant can neither drop the marks nor set owner
+  // references, which the syncer sets to its anchor ConfigMap.
+  const json& meta = field(pod, "metadata");
+  if (field(meta, "annotations").contains("vkube.io/tenant-uid") ||
+      field(meta, "labels").contains("vkube.io/tenant-namespace"))
+    return false;
+  for (const json& ref : field(meta, "ownerReferences"))
+    if (ref.is_object() && ref.value("controller", false) == true &&
+        str(ref, {"kind"}) == "StatefulSet" && str(ref, {"apiVersion"}).starts_with("apps/"))
+      return true;
+  return false;
+}
+
 bool LocalPods::runs(const json& pod) const {
   if (o_.images.empty()) return false;
+  bool local_image = false;
   for (const json& c : field(field(pod, "spec"), "containers")) {
     std::string repo = repository_name(str(c, {"image"}));
-    if (std::find(o_.images.begin(), o_.images.end(), repo) != o_.images.end()) return true;
+    if (std::find(o_.images.begin(), o_.images.end(), repo) != o_.images.end()) local_image = true;
   }
-  return false;
+  if (!local_image) return false;
+  if (control_plane(pod)) return true;
+  return o_.unsandboxed && o_.unsandboxed(str(pod, {"metadata", "namespace"}));
 }
 
 Status LocalPods::start(const std::string& key, const json& pod, const std::string& ip) {
@@ -320,8 +339,7 @@ Status LocalPods::start(const std::string& key, const json& pod, const std::stri
           const fs::path target = volumes[vname] / file;
           fs::create_directories(target.parent_path(), ec);
           std::FILE* f = std::fopen(target.c_str(), "wb");
-          if (f == nullptr)
-            return Status::unavailable("cannot write " + target.string());
+          if (f == nullptr) return Status::unavailable("cannot write " + target.string());
           std::fwrite(content.data(), 1, content.size(), f);
           std::fclose(f);
         }

@@ -42,10 +42,20 @@
 
 namespace vkube::nodesim {
 
+// The namespace label by which the operator lets every pod of a namespace
+// that uses a local image run as a process of this machine: not sandboxed,
+// as root where the host runs as root. Only for tests that need a tenant's
+// pod to run for real; `vkube create --unsandboxed-local-pods` sets it.
+inline constexpr std::string_view kUnsandboxedLabel = "vkube.io/unsandboxed-local-pods";
+
 struct LocalOptions {
   // Image repositories (the last path segment, without tag or digest) whose
-  // pods run as local processes; empty: none do.
+  // pods may run as local processes; empty: none do. Of those, only a
+  // tenant's control plane does (a pod a StatefulSet controls that the
+  // syncer did not make), unless `unsandboxed` says its namespace opted in.
   std::vector<std::string> images;
+  // Whether namespace `ns` carries kUnsandboxedLabel=true; null: none does.
+  std::function<bool(const std::string& ns)> unsandboxed;
   std::string binary = "/proc/self/exe";  // what a local pod's container runs
   std::string state_dir;                  // pods' folders, logs and volumes
   // Where local pods reach this host's API, "https://127.0.0.1:6443"; read
@@ -77,8 +87,13 @@ class LocalPods {
   LocalPods(Client& client, LocalOptions options, std::function<void(const std::string&)> wake);
   ~LocalPods();
 
-  // Whether `pod` runs here: one of its containers uses a local image.
+  // Whether `pod` runs here as a process: one of its containers uses a
+  // local image, and it is a tenant's control plane or its namespace opted
+  // in (LocalOptions::unsandboxed). Every other pod is simulated.
   bool runs(const json& pod) const;
+  // A pod a StatefulSet controls that carries none of the syncer's marks:
+  // what `vkube create` and the chart run, never a tenant's pod.
+  static bool control_plane(const json& pod);
   // The folder of `pod` (its working directory, volumes and logs), and the
   // log file of one of its containers there.
   std::string pod_dir(const json& pod) const;

@@ -159,8 +159,9 @@ class NodePodConnector final : public apiserver::PodConnector {
       return apiserver::status_response(Status::bad_request(
           "pod " + name + " runs on the simulated node " + node +
               " (vkube.io/simulated=true), which runs no containers: " + what +
-              " (only pods of the images given to `vkube host --local-images` run as local "
-              "processes)"));
+              " (only tenants' control planes run as local processes, and the pods of the "
+              "`vkube host --local-images` images in namespaces whose operator opted in with "
+              "`vkube create --unsandboxed-local-pods`)"));
     }
     if (p.subresource == "log") return logs(p, req, name, ns);
     const std::string key = ns + "/" + name;

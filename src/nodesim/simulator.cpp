@@ -34,9 +34,19 @@ struct Gate {
   Provisioner* provisioner = nullptr;
 };
 
-LocalOptions local_options(const Options& o) {
+LocalOptions local_options(const Options& o, controllers::Informers& informers) {
   LocalOptions l;
   l.images = o.local_images;
+  if (!l.images.empty()) {
+    const controllers::Lister* namespaces = &informers.cache({"core", "namespaces"});
+    l.unsandboxed = [namespaces](const std::string& ns) {
+      controllers::ObjectPtr obj = namespaces->get(ns);
+      if (!obj) return false;
+      const json labels = obj->value("metadata", json::object()).value("labels", json::object());
+      auto it = labels.find(std::string(kUnsandboxedLabel));
+      return it != labels.end() && *it == "true";
+    };
+  }
   l.binary = o.local_binary;
   l.state_dir = o.local_state_dir;
   l.api_url = o.api_url;
@@ -54,8 +64,7 @@ NodePods node_pods(std::shared_ptr<Gate> gate) {
   };
   p.pod_dir = [gate](const json& pod) {
     std::shared_lock lock(gate->mu);
-    return gate->agent && gate->agent->local() ? gate->agent->local()->pod_dir(pod)
-                                               : std::string();
+    return gate->agent && gate->agent->local() ? gate->agent->local()->pod_dir(pod) : std::string();
   };
   p.running = [gate](const std::string& key) {
     std::shared_lock lock(gate->mu);
@@ -81,7 +90,8 @@ class SimulatorImpl final : public Simulator {
         informers_(informers),
         registrar_{client_, pool_, informers.cache({"core", "nodes"}),
                    informers.cache({"core", "pods"}), options_.now},
-        agent_(client_, registrar_.pods, options_.nodes, options_.now, local_options(options_)),
+        agent_(client_, registrar_.pods, options_.nodes, options_.now,
+               local_options(options_, informers)),
         gate_(std::make_shared<Gate>()) {
     gate_->agent = &agent_;
     informers.on_event({"core", "pods"}, [gate = gate_](const controllers::ObjectEvent& e) {
@@ -123,14 +133,15 @@ class SimulatorImpl final : public Simulator {
     }
     agent_.start(options_.workers);
     api_.set_pod_connector(make_pod_connector(node_pods(gate_)));
-    api_.set_metrics_provider(make_metrics_provider(
-        registrar_.pods, registrar_.nodes, [gate = gate_](const std::string& key) -> std::optional<pid_t> {
-          std::shared_lock lock(gate->mu);
-          if (!gate->agent || !gate->agent->local()) return std::nullopt;
-          auto box = gate->agent->local()->sandbox(key);
-          if (!box) return std::nullopt;
-          return box->pid;
-        }));
+    api_.set_metrics_provider(
+        make_metrics_provider(registrar_.pods, registrar_.nodes,
+                              [gate = gate_](const std::string& key) -> std::optional<pid_t> {
+                                std::shared_lock lock(gate->mu);
+                                if (!gate->agent || !gate->agent->local()) return std::nullopt;
+                                auto box = gate->agent->local()->sandbox(key);
+                                if (!box) return std::nullopt;
+                                return box->pid;
+                              }));
     std::vector<std::string> names;
     names.reserve(options_.nodes.size());
     for (const gpu::NodeSpec& n : options_.nodes) names.push_back(n.name);

@@ -388,7 +388,8 @@ void check_policies(Cluster& c) {
 
 TEST_CASE("admission webhooks and policies in a tenant: kubectl and Python", "[e2e][admission]") {
   Cluster host(Cluster::Host{});
-  Cluster t(Cluster::Serve{{"--name", "adm", "--host-kubeconfig", host.kubeconfig()}});
+  Cluster t(Cluster::Serve{
+      {"--name", "adm", "--host-kubeconfig", host.kubeconfig(), "--host-unsandboxed-local-pods"}});
   const std::string ca = make_certificates(t);
   check_webhooks(t, ca);
   check_policies(t);
@@ -405,6 +406,8 @@ TEST_CASE("admission webhooks and policies in a tenant: kubectl and Python", "[e
 
 TEST_CASE("admission webhooks on vkube host itself", "[e2e][admission]") {
   Cluster host(Cluster::Host{});
+  REQUIRE_THAT(host.kubectl({"label", "namespace", "default", "vkube.io/unsandboxed-local-pods=true"}),
+               Succeeded());
   const std::string ca = make_certificates(host);
   check_webhooks(host, ca);
 }

@@ -109,7 +109,9 @@ void check_exec(Cluster& c, const std::string& env) {
 TEST_CASE("pods/exec, attach, port-forward: kubectl and Python through a tenant",
           "[e2e][pods]") {
   Cluster host(Cluster::Host{});
-  Cluster t(Cluster::Serve{{"--name", "ex", "--host-kubeconfig", host.kubeconfig()}});
+  // The operator lets this tenant's vkube-image pods run as local processes.
+  Cluster t(Cluster::Serve{
+      {"--name", "ex", "--host-kubeconfig", host.kubeconfig(), "--host-unsandboxed-local-pods"}});
   t.setup(kPods + "---\n" +
           workload_pod("done", {"--log-lines", "1", "--exit-after-ms", "0"}, "Never"));
   wait_ready(t, {"w", "echo", "ticker", "sim"});
@@ -184,6 +186,9 @@ TEST_CASE("pods/exec, attach, port-forward: kubectl and Python through a tenant"
 
 TEST_CASE("pods/exec and port-forward on vkube host itself", "[e2e][pods]") {
   Cluster host(Cluster::Host{});
+  // The host's operator lets pods of namespace default run as local processes.
+  REQUIRE_THAT(host.kubectl({"label", "namespace", "default", "vkube.io/unsandboxed-local-pods=true"}),
+               Succeeded());
   host.setup(kPods);
   wait_ready(host, {"w", "echo", "ticker"});
   Result r = host.kubectl({"exec", "w", "--", "sh", "-c", "echo \"$HOSTNAME\"; exit 2"});

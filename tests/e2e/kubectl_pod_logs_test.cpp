@@ -19,7 +19,9 @@ std::string workload_pod(const std::string& name, const std::vector<std::string>
 }
 
 Cluster::Serve tenant_of(const Cluster& host, const std::string& name) {
-  return Cluster::Serve{{"--name", name, "--host-kubeconfig", host.kubeconfig()}};
+  // The operator lets the tenant's vkube-image pods run as local processes.
+  return Cluster::Serve{
+      {"--name", name, "--host-kubeconfig", host.kubeconfig(), "--host-unsandboxed-local-pods"}};
 }
 
 TEST_CASE("pods/log: kubectl logs of a tenant's pod, through the host", "[e2e][pods]") {

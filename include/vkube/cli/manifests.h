@@ -41,6 +41,11 @@ struct TenantSpec {
   std::string allowed_node_selector_keys;
   std::string allowed_runtime_classes;
   std::string allowed_service_types;
+  // On `vkube host`: the tenant's pods of the vkube image run as processes
+  // of the machine, not sandboxed (the namespace label
+  // vkube.io/unsandboxed-local-pods=true). Tests of logs, exec and
+  // port-forward through a tenant need it; nothing else should.
+  bool unsandboxed_local_pods = false;
 };
 
 // kInvalid naming the problem with a tenant's name.

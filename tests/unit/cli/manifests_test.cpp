@@ -24,7 +24,12 @@ const json* find(const std::vector<json>& objects, const std::string& kind) {
 }
 
 TEST_CASE("manifests: the embedded chart rendering is made for one tenant", "[cli]") {
-  TenantSpec spec{"team-a", "vkube-team-a", "", "restricted", "kai", "gpus=8"};
+  TenantSpec spec;
+  spec.name = "team-a";
+  spec.ns = "vkube-team-a";
+  spec.pod_security = "restricted";
+  spec.gpu_sharing = "kai";
+  spec.gpu_quota = "gpus=8";
   auto objects = tenant_objects(tenant_manifest(), spec);
   REQUIRE(objects.is_ok());
   std::set<std::string> kinds;
@@ -87,7 +92,9 @@ TEST_CASE("manifests: set_flag and tenant names", "[cli]") {
 }
 
 TEST_CASE("manifests: a malformed document is an error", "[cli]") {
-  TenantSpec spec{"t", "vkube-t", "", "baseline", "milli", ""};
+  TenantSpec spec;
+  spec.name = "t";
+  spec.ns = "vkube-t";
   CHECK_FALSE(tenant_objects("kind: [\n", spec).is_ok());
   auto two = tenant_objects("---\nkind: A\n---\n\n---\nkind: B\n", spec);
   REQUIRE(two.is_ok());

@@ -4,6 +4,7 @@
 // termination time, and a restart with fewer nodes removes the others.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <fstream>
 
 #include "support/control_plane.h"
@@ -288,6 +289,20 @@ Options local_pool(const std::string& dir) {
   return o;
 }
 
+// The operator's opt-in: pods of namespace w that use a local image run as
+// processes whatever made them (vkube create --unsandboxed-local-pods).
+void unsandbox_namespace_w(Cluster& c) {
+  const json ns = {
+      {"apiVersion", "v1"},
+      {"kind", "Namespace"},
+      {"metadata", {{"name", "w"}, {"labels", {{"vkube.io/unsandboxed-local-pods", "true"}}}}}};
+  auto r = c.cp.call("POST", "/api/v1/namespaces", ns);
+  if (r.code == 409)
+    r = c.cp.call("PATCH", "/api/v1/namespaces/w", {{"metadata", ns["metadata"]}},
+                  "application/merge-patch+json");
+  REQUIRE(r.code < 300);
+}
+
 // A pod of a local image runs as a real process (here /bin/sh standing in
 // for the vkube binary): a loopback pod IP, its env with the downward API
 // and $(VAR) expansion in args, its mount path mapped to a folder; deleting
@@ -295,6 +310,7 @@ Options local_pool(const std::string& dir) {
 TEST_CASE("nodesim: pods of a local image run as local processes", "[nodesim]") {
   testing::TempDir dir;
   Cluster c(local_pool(dir.path()));
+  unsandbox_namespace_w(c);
   json p = pod("runner", "sim-0");
   p["spec"]["automountServiceAccountToken"] = false;
   p["spec"]["terminationGracePeriodSeconds"] = 5;
@@ -344,6 +360,7 @@ TEST_CASE("nodesim: pods of a local image run as local processes", "[nodesim]") 
 TEST_CASE("nodesim: a local pod mounts its claim's provisioned volume", "[nodesim]") {
   testing::TempDir dir;
   Cluster c(local_pool(dir.path()));
+  unsandbox_namespace_w(c);
   json p = pod("stateful", "sim-0");
   p["spec"]["automountServiceAccountToken"] = false;
   p["spec"]["volumes"] =
@@ -389,6 +406,45 @@ TEST_CASE("nodesim: a local pod mounts its claim's provisioned volume", "[nodesi
     return !text.empty();
   }));
   CHECK(text == "written");
+}
+
+// Without the operator's opt-in only a tenant's control plane (a pod a
+// StatefulSet controls, not made by the syncer) runs as a process: a
+// tenant's pod of the same image is simulated, whatever it claims to be.
+TEST_CASE("nodesim: only control planes run locally unless the namespace opted in", "[nodesim]") {
+  testing::TempDir dir;
+  Cluster c(local_pool(dir.path()));
+  auto local_pod = [](const std::string& name) {
+    json p = pod(name, "sim-0");
+    p["spec"]["automountServiceAccountToken"] = false;
+    p["spec"]["containers"][0] = {
+        {"name", "main"}, {"image", "tool:1.0"}, {"args", json::array({"-c", "exec sleep 60"})}};
+    return p;
+  };
+  const json sts_owner = {{"apiVersion", "apps/v1"},
+                          {"kind", "StatefulSet"},
+                          {"name", "vkube"},
+                          {"uid", "3c5e0d4a-0000-4000-8000-000000000001"},
+                          {"controller", true}};
+  json plane = local_pod("vkube-0");
+  plane["metadata"]["ownerReferences"] = json::array({sts_owner});
+  json tenant = local_pod("lp");  // a tenant's pod, as the syncer writes it
+  tenant["metadata"]["labels"] = {{"vkube.io/tenant", "t"}, {"vkube.io/tenant-namespace", "d"}};
+  tenant["metadata"]["annotations"] = {{"vkube.io/tenant-uid", "u-1"}};
+  json forged = tenant;  // the syncer's marks with a StatefulSet owner
+  forged["metadata"]["name"] = "forged";
+  forged["metadata"]["ownerReferences"] = json::array({sts_owner});
+  for (const json& p : {plane, tenant, forged}) c.cp.create(kPods, p);
+  REQUIRE(ControlPlane::eventually(
+      [&] { return ready(c.pod("vkube-0")) && ready(c.pod("lp")) && ready(c.pod("forged")); }));
+  auto loopback = [&](const std::string& name) {
+    return c.pod(name)["status"]["podIP"].get<std::string>().rfind("127.", 0) == 0;
+  };
+  CHECK(loopback("vkube-0"));
+  CHECK_FALSE(loopback("lp"));
+  CHECK_FALSE(loopback("forged"));
+  CHECK_FALSE(std::filesystem::exists(dir.path() + "/pods/w_lp_" +
+                                      c.pod("lp")["metadata"]["uid"].get<std::string>()));
 }
 
 }  // namespace
