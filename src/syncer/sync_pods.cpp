@@ -95,8 +95,8 @@ std::optional<std::string> SyncerImpl::foreign_reference(const json& tpod) {
   for (const auto& [view, name] : wanted) {
     ObjectPtr host = view->get(host_key(ns, name));
     if (host && !names_.stands_for(*host, ns, name))
-      return "host object " + str_at(*host, "metadata", "name") + " is not the host copy of " +
-             ns + "/" + name;
+      return "host object " + str_at(*host, "metadata", "name") + " is not the host copy of " + ns +
+             "/" + name;
   }
   return std::nullopt;
 }

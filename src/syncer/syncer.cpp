@@ -5,10 +5,10 @@
 #include <random>
 #include <sstream>
 
-#include "vkube/syncer/pod_proxy.h"
 #include "syncer_impl.h"
 #include "vkube/apiserver/apiserver.h"
 #include "vkube/common/log.h"
+#include "vkube/syncer/pod_proxy.h"
 
 namespace vkube::syncer {
 
@@ -400,8 +400,8 @@ Status SyncerImpl::ensure_host_basics() {
   if (got.ok() && !o_.host_pod_security.empty()) {
     const json labels = got.body.value("metadata", json::object()).value("labels", json::object());
     const std::string have = labels.value(std::string(kEnforceLabel), "");
-    const bool opt_in_missing = o_.unsandboxed_local_pods &&
-                                labels.value(std::string(kUnsandboxedLabel), "") != "true";
+    const bool opt_in_missing =
+        o_.unsandboxed_local_pods && labels.value(std::string(kUnsandboxedLabel), "") != "true";
     if (pod_security_rank(have) < pod_security_rank(o_.host_pod_security) || opt_in_missing) {
       auto p = host_->call("PATCH", ns_path, {{"metadata", {{"labels", pod_security}}}},
                            "application/merge-patch+json");
