@@ -54,13 +54,44 @@ std::optional<long double> quantity_number(const nlohmann::json& q) {
     if (ok) scale = std::pow(10.0L, std::strtold(suffix.c_str() + 1, nullptr));
   }
   if (!scale) return std::nullopt;
+  // Zero times any scale is zero ("0e72007": 10^72007 is +inf in a long
+  // double, and 0 * inf would be NaN).
+  if (value == 0) return 0.0L;
   return (negative ? -value : value) * *scale;
 }
 
+namespace {
+
+// A JSON integer within [-limit, limit], or nullopt. Integers are read
+// exactly (a long double would round those past 2^64), and the bound is the
+// one the text forms have, so 2^63-1 CPUs cannot wrap to a negative request
+// once multiplied into thousandths.
+std::optional<int64_t> bounded_integer(const nlohmann::json& value, uint64_t limit) {
+  if (value.is_number_unsigned()) {
+    uint64_t u = value.get<uint64_t>();
+    if (u > limit) return std::nullopt;
+    return static_cast<int64_t>(u);
+  }
+  int64_t i = value.get<int64_t>();
+  uint64_t magnitude = i < 0 ? 0 - static_cast<uint64_t>(i) : static_cast<uint64_t>(i);
+  if (magnitude > limit) return std::nullopt;
+  return i;
+}
+
+// The bounds the text forms have: 9e15 units (9e18 thousandths) and 9e18 units.
+constexpr uint64_t kMaxMilliUnits = 9'000'000'000'000'000;
+constexpr uint64_t kMaxUnits = 9'000'000'000'000'000'000;
+
+}  // namespace
+
 std::optional<int64_t> quantity_milli(const nlohmann::json& value) {
-  if (value.is_number_integer()) return value.get<int64_t>() * 1000;
+  if (value.is_number_integer()) {
+    auto units = bounded_integer(value, kMaxMilliUnits);
+    if (!units) return std::nullopt;
+    return *units * 1000;
+  }
   auto v = quantity_number(value);
-  if (!v || std::fabs(*v) > 9e15L) return std::nullopt;
+  if (!v || !(std::fabs(*v) <= 9e15L)) return std::nullopt;  // NaN too
   return static_cast<int64_t>(std::ceil(*v * 1000 - 1e-9L));
 }
 
@@ -69,9 +100,9 @@ std::optional<int64_t> quantity_milli(std::string_view text) {
 }
 
 std::optional<int64_t> quantity_value(const nlohmann::json& value) {
-  if (value.is_number_integer()) return value.get<int64_t>();
+  if (value.is_number_integer()) return bounded_integer(value, kMaxUnits);
   auto v = quantity_number(value);
-  if (!v || std::fabs(*v) > 9e18L) return std::nullopt;
+  if (!v || !(std::fabs(*v) <= 9e18L)) return std::nullopt;
   return static_cast<int64_t>(std::ceil(*v - 1e-9L));
 }
 

@@ -23,6 +23,33 @@ namespace {
 
 constexpr int kMaxDepth = 100;
 
+// RFC 3339 in UTC of a Timestamp's seconds and nanoseconds as metav1 reads
+// them: MicroTime as time.Unix(secs, nanos) (nanos outside [0, 1e9) carry
+// into the seconds), Time as time.Unix(secs, 0), for its JSON has no
+// fraction; nullopt for a year Go's JSON encoding refuses (outside 0-9999).
+std::optional<std::string> format_time(int64_t secs, int64_t nanos, bool micro) {
+  if (!micro) nanos = 0;
+  constexpr int64_t kMinSecs = -62167219200;                            // 0000-01-01T00:00:00Z
+  constexpr int64_t kMaxSecs = 253402300799;                            // 9999-12-31T23:59:59Z
+  if (secs < kMinSecs - 3 || secs > kMaxSecs + 3) return std::nullopt;  // nanos carry <= 3 s
+  constexpr int64_t kSecond = 1000000000;
+  int64_t carry = nanos / kSecond;
+  nanos %= kSecond;
+  if (nanos < 0) nanos += kSecond, --carry;
+  secs += carry;
+  if (secs < kMinSecs || secs > kMaxSecs) return std::nullopt;
+  std::time_t tt = static_cast<std::time_t>(secs);
+  std::tm tm{};
+  if (gmtime_r(&tt, &tm) == nullptr) return std::nullopt;
+  char base[40];
+  std::snprintf(base, sizeof base, "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+  if (!micro) return std::string(base) + "Z";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%s.%06dZ", base, static_cast<int>(nanos / 1000));
+  return std::string(buf);
+}
+
 struct Decoder {
   std::string error;
 
@@ -162,18 +189,12 @@ struct Decoder {
             }))
           return std::nullopt;
         if (secs == 0 && nanos == 0) return std::nullopt;  // Go's zero time prints as null
-        std::time_t tt = static_cast<std::time_t>(secs);
-        std::tm tm{};
-        gmtime_r(&tt, &tm);
-        char buf[64];
-        if (m.json_format == JsonFormat::kTime) {
-          std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-        } else {
-          char base[40];
-          std::strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm);
-          std::snprintf(buf, sizeof buf, "%s.%06dZ", base, static_cast<int>(nanos / 1000));
+        auto text = format_time(secs, nanos, m.json_format == JsonFormat::kMicroTime);
+        if (!text) {
+          fail("a time is outside the years 0 to 9999");
+          return std::nullopt;
         }
-        return json(buf);
+        return json(std::move(*text));
       }
       case JsonFormat::kDuration: {
         int64_t d = 0;
@@ -669,7 +690,58 @@ std::string format_duration(int64_t nanos) {
   return sign + out;
 }
 
+namespace {
+
+constexpr uint64_t kDurationMax = uint64_t{1}
+                                  << 63;  // |INT64_MIN|, for "-2562047h47m16.854775808s"
+
+// Go's leadingInt: the digits at the front of `s` as a number; false past 2^63.
+bool leading_int(std::string_view& s, uint64_t* out, bool* any) {
+  uint64_t x = 0;
+  size_t i = 0;
+  for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) {
+    if (x > kDurationMax / 10) return false;
+    x = x * 10 + static_cast<uint64_t>(s[i] - '0');
+    if (x > kDurationMax) return false;
+  }
+  *any = i > 0;
+  *out = x;
+  s.remove_prefix(i);
+  return true;
+}
+
+// Go's leadingFraction: the digits of a fraction, and 10^(digits kept); the
+// digits past what 63 bits hold only lose precision.
+void leading_fraction(std::string_view& s, uint64_t* out, double* scale, bool* any) {
+  uint64_t x = 0;
+  double sc = 1;
+  bool overflow = false;
+  size_t i = 0;
+  for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) {
+    if (overflow) continue;
+    if (x > (kDurationMax - 1) / 10) {
+      overflow = true;
+      continue;
+    }
+    uint64_t y = x * 10 + static_cast<uint64_t>(s[i] - '0');
+    if (y > kDurationMax) {
+      overflow = true;
+      continue;
+    }
+    x = y;
+    sc *= 10;
+  }
+  *any = i > 0;
+  *out = x;
+  *scale = sc;
+  s.remove_prefix(i);
+}
+
+}  // namespace
+
 bool parse_duration(std::string_view s, int64_t& nanos) {
+  // As Go's time.ParseDuration: [-+]?([0-9]*(\.[0-9]*)?[a-z]+)+ ("0" needs no
+  // unit); a value past the int64 range is an error, not a wrapped number.
   bool neg = false;
   if (!s.empty() && (s[0] == '-' || s[0] == '+')) neg = s[0] == '-', s.remove_prefix(1);
   if (s == "0") {
@@ -677,28 +749,52 @@ bool parse_duration(std::string_view s, int64_t& nanos) {
     return true;
   }
   if (s.empty()) return false;
-  long double total = 0;
+  uint64_t total = 0;
   while (!s.empty()) {
+    if (!(s[0] == '.' || (s[0] >= '0' && s[0] <= '9'))) return false;
+    uint64_t v = 0, f = 0;
+    double scale = 1;
+    bool pre = false, post = false;
+    if (!leading_int(s, &v, &pre)) return false;
+    if (!s.empty() && s[0] == '.') {
+      s.remove_prefix(1);
+      leading_fraction(s, &f, &scale, &post);
+    }
+    if (!pre && !post) return false;  // "." alone
     size_t i = 0;
-    while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) ++i;
-    if (i == 0) return false;
-    long double v = std::stold(std::string(s.substr(0, i)));
+    while (i < s.size() && s[i] != '.' && !(s[i] >= '0' && s[i] <= '9')) ++i;
+    std::string_view unit = s.substr(0, i);
     s.remove_prefix(i);
-    size_t j = 0;
-    while (j < s.size() && !std::isdigit(static_cast<unsigned char>(s[j])) && s[j] != '.') ++j;
-    std::string_view unit = s.substr(0, j);
-    s.remove_prefix(j);
-    long double mult;
-    if (unit == "ns") mult = 1;
-    else if (unit == "us" || unit == "µs" || unit == "μs") mult = 1e3;
-    else if (unit == "ms") mult = 1e6;
-    else if (unit == "s") mult = 1e9;
-    else if (unit == "m") mult = 60e9;
-    else if (unit == "h") mult = 3600e9;
-    else return false;
-    total += v * mult;
+    uint64_t mult;
+    if (unit == "ns")
+      mult = 1;
+    else if (unit == "us" || unit == "µs" || unit == "μs")
+      mult = 1000;
+    else if (unit == "ms")
+      mult = 1000000;
+    else if (unit == "s")
+      mult = 1000000000;
+    else if (unit == "m")
+      mult = 60 * uint64_t{1000000000};
+    else if (unit == "h")
+      mult = 3600 * uint64_t{1000000000};
+    else
+      return false;  // missing or unknown unit
+    if (v > kDurationMax / mult) return false;
+    v *= mult;
+    if (f > 0) {
+      v += static_cast<uint64_t>(static_cast<double>(f) * (static_cast<double>(mult) / scale));
+      if (v > kDurationMax) return false;
+    }
+    total += v;
+    if (total > kDurationMax) return false;
   }
-  nanos = static_cast<int64_t>(std::llround(static_cast<double>(neg ? -total : total)));
+  if (neg) {
+    nanos = static_cast<int64_t>(0 - total);  // two's complement: 2^63 is INT64_MIN
+    return true;
+  }
+  if (total > kDurationMax - 1) return false;
+  nanos = static_cast<int64_t>(total);
   return true;
 }
 

@@ -128,6 +128,10 @@ size_t members_in_tree(const json& j) {
 }  // namespace
 
 json parse_json(std::string_view text, std::vector<std::string>* duplicates) {
+  // nlohmann's lexer reads a NUL byte as the end of the input, so "{}\0junk"
+  // would parse; a NUL is never valid JSON (inside a string it must be
+  // escaped), and Go's decoder refuses it.
+  if (text.find('\0') != std::string_view::npos) return json(json::value_t::discarded);
   json quick = json::parse(text, nullptr, /*allow_exceptions=*/false);
   // A key repeated in an object leaves the tree with fewer members than the
   // text: only then is the text parsed again to name the duplicates.

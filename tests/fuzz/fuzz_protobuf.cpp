@@ -14,12 +14,18 @@ namespace {
 using vkube::schema::Message;
 
 // Decoded once, encoded, decoded again: the server answers protobuf clients
-// with what it decoded, so that must read back the same.
+// with what it decoded, so that must read back. One step may normalize (as in
+// Go, a MicroTime of the Unix epoch encodes as an empty Timestamp, which
+// reads as the zero time: null); after it, the value is stable.
 void check_round_trip(const Message& m, const nlohmann::json& value) {
   std::string bytes = vkube::schema::encode(m, value);
   auto again = vkube::schema::decode(m, bytes);
   FUZZ_CHECK(again.is_ok());
-  FUZZ_CHECK(vkube::schema::encode(m, *again) == bytes);
+  std::string normalized = vkube::schema::encode(m, *again);
+  auto third = vkube::schema::decode(m, normalized);
+  FUZZ_CHECK(third.is_ok());
+  FUZZ_CHECK(*third == *again);
+  FUZZ_CHECK(vkube::schema::encode(m, *third) == normalized);
 }
 
 }  // namespace

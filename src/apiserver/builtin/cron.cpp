@@ -179,6 +179,9 @@ std::optional<std::string> parse_duration(const std::string& d, long double* sec
     if (u == std::end(kUnits)) return "time: unknown unit \"" + unit + "\" in duration " + quoted;
     total += std::strtold(number.c_str(), nullptr) * u->second;
   }
+  // Go counts in int64 nanoseconds: a longer duration is an error, which
+  // also keeps @every's conversion to whole seconds defined.
+  if (!(total * 1e9L < 9223372036854775808.0L)) return "time: invalid duration " + quoted;
   *seconds = negative ? -total : total;
   return std::nullopt;
 }

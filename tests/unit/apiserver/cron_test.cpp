@@ -138,5 +138,16 @@ TEST_CASE("cron: time zones, including daylight-saving changes", "[apiserver][cr
   CHECK(TimeZone::find("../etc/passwd", &err) == nullptr);
 }
 
+// Found by tests/fuzz/fuzz_cron.cpp: "@every 1h<64 digits>s" was converted
+// to whole seconds unchecked (undefined behaviour, a garbage period). Go's
+// ParseDuration refuses what int64 nanoseconds cannot hold.
+TEST_CASE("@every durations past int64 nanoseconds are refused as Go refuses them", "[apiserver]") {
+  std::string huge = "@every 1h" + std::string(64, '5') + "s";
+  CHECK(cron_schedule_error(huge) ==
+        "failed to parse duration " + huge + ": time: invalid duration \"" + huge.substr(7) + "\"");
+  CHECK(cron_schedule_error("@every 2562048h").has_value());
+  CHECK(cron_schedule_error("@every 2562047h") == std::nullopt);
+}
+
 }  // namespace
 }  // namespace vkube::apiserver::builtin

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 
+#include "fake_lister.h"
 #include "vkube/dns/lookup.h"
 
 namespace vkube::dns {
@@ -13,29 +14,7 @@ namespace {
 using controllers::json;
 using controllers::ObjectPtr;
 
-class FakeLister final : public controllers::Lister {
- public:
-  void add(json obj) {
-    std::string key = obj["metadata"]["namespace"].get<std::string>() + "/" +
-                      obj["metadata"]["name"].get<std::string>();
-    objects_[key] = std::make_shared<const json>(std::move(obj));
-  }
-  ObjectPtr get(std::string_view key) const override {
-    auto it = objects_.find(std::string(key));
-    return it == objects_.end() ? nullptr : it->second;
-  }
-  std::vector<ObjectPtr> list(std::string_view ns) const override {
-    std::vector<ObjectPtr> out;
-    for (const auto& [key, obj] : objects_)
-      if (ns.empty() || key.starts_with(std::string(ns) + "/")) out.push_back(obj);
-    return out;
-  }
-  std::vector<ObjectPtr> controlled_by(std::string_view) const override { return {}; }
-  size_t size() const override { return objects_.size(); }
-
- private:
-  std::map<std::string, ObjectPtr> objects_;
-};
+using testing::FakeLister;
 
 json service(const std::string& name, json spec) {
   return {{"metadata", {{"name", name}, {"namespace", "default"}}}, {"spec", std::move(spec)}};

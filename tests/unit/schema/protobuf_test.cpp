@@ -159,6 +159,56 @@ TEST_CASE("durations print as Go prints them", "[schema]") {
   CHECK_FALSE(parse_duration("5 parsecs", d));
 }
 
+// Found by tests/fuzz/fuzz_duration.cpp: "-.m2s" threw std::invalid_argument
+// out of the decoder (std::stold of "."), and values past the int64 range
+// were converted unchecked. Go's ParseDuration refuses both.
+TEST_CASE("durations parse as Go's ParseDuration, refusing what it refuses", "[schema]") {
+  int64_t d = 0;
+  CHECK_FALSE(parse_duration("-.m2s", d));
+  CHECK_FALSE(parse_duration(".s", d));
+  CHECK_FALSE(parse_duration("1.2.3s", d));
+  CHECK_FALSE(parse_duration("1", d));
+  CHECK_FALSE(parse_duration("9223372036854775808ns", d));
+  CHECK_FALSE(parse_duration("2562048h", d));
+  CHECK_FALSE(parse_duration("2562047h47m16.854775808s", d));
+  REQUIRE(parse_duration("-2562047h47m16.854775808s", d));
+  CHECK(d == INT64_MIN);
+  REQUIRE(parse_duration("2562047h47m16.854775807s", d));
+  CHECK(d == INT64_MAX);
+  REQUIRE(parse_duration("1.s", d));
+  CHECK(d == 1000000000);
+  REQUIRE(parse_duration(".5µs", d));
+  CHECK(d == 500);
+  REQUIRE(parse_duration("+1h0.000000000000000000001s", d));
+  CHECK(d == 3600LL * 1000000000);
+  CHECK(format_duration(INT64_MIN) == "-2562047h47m16.854775808s");
+}
+
+// Found by tests/fuzz/fuzz_protobuf.cpp: negative nanoseconds printed as
+// "1970-01-01T00:00:00.-00395Z", and a seconds count past year 9999 as a
+// date gmtime never filled in. Go's time.Unix carries the nanoseconds; its
+// JSON encoding refuses years past 9999.
+TEST_CASE("protobuf times carry their nanoseconds and stay within years 0-9999", "[schema]") {
+  const Message* event = Registry::get().find_kind("events.k8s.io", "v1", "Event");
+  REQUIRE(event != nullptr);
+  auto at = [&](int64_t secs, int64_t nanos) {
+    std::string micro = varint_field(1, static_cast<uint64_t>(secs)) +
+                        varint_field(2, static_cast<uint64_t>(nanos));
+    return decode(*event, len_field(2, micro));  // eventTime, a MicroTime
+  };
+  auto before_epoch = at(0, -395000);
+  REQUIRE(before_epoch.is_ok());
+  CHECK((*before_epoch)["eventTime"] == "1969-12-31T23:59:59.999605Z");
+  auto carried = at(10, 1500000000);
+  REQUIRE(carried.is_ok());
+  CHECK((*carried)["eventTime"] == "1970-01-01T00:00:11.500000Z");
+  auto early = at(-62135596800, 0);  // year 1
+  REQUIRE(early.is_ok());
+  CHECK((*early)["eventTime"] == "0001-01-01T00:00:00.000000Z");
+  CHECK(at(253402300800, 0).status().code() == Code::kBadRequest);  // year 10000
+  CHECK(at(INT64_MIN, 0).status().code() == Code::kBadRequest);
+}
+
 }  // namespace
 }  // namespace vkube::schema
 

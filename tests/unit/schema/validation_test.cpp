@@ -67,5 +67,17 @@ TEST_CASE("duplicate keys are found with their path", "[schema]") {
   CHECK(duplicate_fields(R"([{"a": 1}, {"a": 1, "a": 1}])") == Paths{"[1].a"});
 }
 
+// Found by tests/fuzz/fuzz_json.cpp: nlohmann stops at a NUL byte, so a body
+// with anything after "\0" was accepted as the value before it.
+TEST_CASE("a NUL byte anywhere makes a JSON body invalid", "[schema]") {
+  using namespace std::string_view_literals;
+  CHECK(parse_json("{}\0"sv, nullptr).is_discarded());
+  CHECK(parse_json("{\"a\": 1}\0{\"b\": 2}"sv, nullptr).is_discarded());
+  std::vector<std::string> dups;
+  CHECK(parse_json("{\"a\": 1, \"a\": 2}\0"sv, &dups).is_discarded());
+  CHECK(parse_json("[1]\0"sv, nullptr).is_discarded());
+  CHECK_FALSE(parse_json("{\"a\": \"\\u0000\"}"sv, nullptr).is_discarded());
+}
+
 }  // namespace
 }  // namespace vkube::schema
