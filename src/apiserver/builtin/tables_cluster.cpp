@@ -167,6 +167,10 @@ json priorityclass_cells(const json& pc, int64_t now) {
                       str(pc, {"preemptionPolicy"})});
 }
 
+json runtimeclass_cells(const json& rc, int64_t now) {
+  return json::array({str(rc, {"metadata", "name"}), str(rc, {"handler"}), age(rc, now)});
+}
+
 // --- admissionregistration -----------------------------------------------------
 
 json webhook_configuration_cells(const json& c, int64_t now) {
@@ -292,6 +296,10 @@ void add_cluster_printers(PrinterMap& m) {
        column("Global-Default", "boolean", "Whether the class is the default."), age_column(),
        column("PreemptionPolicy", "string", "Whether pods of the class preempt others.")},
       priorityclass_cells};
+  m["node.k8s.io/runtimeclasses"] = {
+      {name_column(), column("Handler", "string", "The CRI handler running the class's pods."),
+       age_column()},
+      runtimeclass_cells};
   for (const char* r : {"mutatingwebhookconfigurations", "validatingwebhookconfigurations"})
     m[std::string("admissionregistration.k8s.io/") + r] = {
         {name_column(), column("Webhooks", "integer", "The number of webhooks."), age_column()},

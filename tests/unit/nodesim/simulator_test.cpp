@@ -421,11 +421,22 @@ TEST_CASE("nodesim: only control planes run locally unless the namespace opted i
         {"name", "main"}, {"image", "tool:1.0"}, {"args", json::array({"-c", "exec sleep 60"})}};
     return p;
   };
-  const json sts_owner = {{"apiVersion", "apps/v1"},
-                          {"kind", "StatefulSet"},
-                          {"name", "vkube"},
-                          {"uid", "3c5e0d4a-0000-4000-8000-000000000001"},
-                          {"controller", true}};
+  // A real owner, or the garbage collector removes the pods (no StatefulSet
+  // controller runs here to make pods of its own).
+  const json sts = c.cp.create(
+      "/apis/apps/v1/namespaces/w/statefulsets",
+      {{"apiVersion", "apps/v1"},
+       {"kind", "StatefulSet"},
+       {"metadata", {{"name", "vkube"}}},
+       {"spec",
+        {{"selector", {{"matchLabels", {{"app", "vkube"}}}}},
+         {"serviceName", "vkube"},
+         {"template",
+          {{"metadata", {{"labels", {{"app", "vkube"}}}}},
+           {"spec", {{"containers", json::array({{{"name", "m"}, {"image", "tool"}}})}}}}}}}});
+  const json sts_owner = {{"apiVersion", "apps/v1"}, {"kind", "StatefulSet"},
+                          {"name", "vkube"},         {"uid", sts["metadata"]["uid"]},
+                          {"controller", true},      {"blockOwnerDeletion", true}};
   json plane = local_pod("vkube-0");
   plane["metadata"]["ownerReferences"] = json::array({sts_owner});
   json tenant = local_pod("lp");  // a tenant's pod, as the syncer writes it
