@@ -85,6 +85,7 @@ for n in "${names[@]}"; do
     echo "   FOUND a problem: $(grep -m1 -E 'ERROR: |runtime error|invariant failed' "$log" || tail -1 "$log")"
   fi
   # libFuzzer's own summary: executions, and the corpus it grew.
-  grep -E '^(Done|stat::number_of_executed_units|#[0-9]+ +DONE)' "$log" | tail -2 | sed 's/^/   /'
+  grep -E '^(Done|stat::number_of_executed_units|#[0-9]+ +DONE)' "$log" | tail -2 | sed 's/^/   /' ||
+    true
 done
 exit $status

@@ -170,8 +170,9 @@ Status Conn::frame_out(Opcode opcode, std::string_view prefix, std::string_view 
   if (len <= 4096) {  // one write for small frames
     char small[10 + 4096];
     std::memcpy(small, head, n);
-    std::memcpy(small + n, prefix.data(), prefix.size());
-    std::memcpy(small + n + prefix.size(), data.data(), data.size());
+    // An empty view may hold a null pointer, which memcpy may not be given.
+    if (!prefix.empty()) std::memcpy(small + n, prefix.data(), prefix.size());
+    if (!data.empty()) std::memcpy(small + n + prefix.size(), data.data(), data.size());
     return d_->write(std::string_view(small, n + len));
   }
   return http::write_all(*d_, {std::string_view(head, n), prefix, data});
