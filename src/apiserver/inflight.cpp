@@ -6,9 +6,6 @@ namespace vkube::apiserver {
 
 namespace {
 
-// A LIST never seen before is taken to answer this much: a few thousand
-// small objects. Its own answer corrects the guess for the next one.
-constexpr size_t kDefaultListBody = 4u << 20;
 // Distinct LIST keys remembered; the table starts over beyond it, so that
 // clients listing ever new paths cannot grow it.
 constexpr size_t kMaxListKeys = 4096;
@@ -71,9 +68,15 @@ void InflightLimiter::resettle(size_t from, size_t to) {
 }
 
 size_t InflightLimiter::list_estimate(const std::string& key) const {
-  std::lock_guard lock(mu_);
-  auto it = list_sizes_.find(key);
-  return 2 * (it == list_sizes_.end() ? kDefaultListBody : it->second);
+  {
+    std::lock_guard lock(mu_);
+    auto it = list_sizes_.find(key);
+    if (it != list_sizes_.end()) return 2 * it->second;
+  }
+  // A LIST never answered before may be of any size: a quarter of the
+  // budget each, so a burst of them cannot take much more than the budget
+  // whatever they turn out to hold. The first answer sets the estimate.
+  return limits_.max_read_bytes / 4;
 }
 
 void InflightLimiter::learn_list(const std::string& key, size_t body_bytes) {

@@ -65,7 +65,8 @@ class InflightLimiter : public std::enable_shared_from_this<InflightLimiter> {
 
   // What a LIST of `key` (path and page size) is expected to hold while it
   // is built: twice the body its last answer had (the items and the body
-  // they are written into), or a default before the first. Thread-safe.
+  // they are written into), or a quarter of the byte budget before the
+  // first. Thread-safe.
   size_t list_estimate(const std::string& key) const;
   // Notes the body size of a LIST of `key`. Thread-safe.
   void learn_list(const std::string& key, size_t body_bytes);
