@@ -237,6 +237,15 @@ Status check_service_type(const std::string& t) {
   return Status::ok();
 }
 
+Status check_volume_type(const std::string& t) {
+  // A pod's volume source field: a lowerCamelCase name such as nfs or hostPath.
+  if (t.empty() || !std::islower(static_cast<unsigned char>(t[0])) ||
+      !std::all_of(t.begin(), t.end(),
+                   [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)); }))
+    return Status::invalid("\"" + t + "\" is not a volume type (e.g. nfs, hostPath)");
+  return Status::ok();
+}
+
 Status check_runtime_class(const std::string& c) {
   const bool ok =
       !c.empty() && c.size() <= 253 && std::isalnum(static_cast<unsigned char>(c[0])) &&
@@ -310,8 +319,25 @@ std::string join_violations(const std::vector<PolicyViolation>& v, std::string_v
   return out;
 }
 
+std::vector<std::string> default_volume_types() {
+  return {"configMap", "csi",   "downwardAPI",           "emptyDir",
+          "ephemeral", "image", "persistentVolumeClaim", "projected",
+          "secret"};
+}
+
 std::vector<PolicyViolation> pod_violations(const HostPolicy& policy, const json& spec) {
   Checker c(policy);
+  if (const json& volumes = sub(spec, "volumes"); volumes.is_array())
+    for (size_t i = 0; i < volumes.size(); ++i) {
+      if (!volumes[i].is_object()) continue;
+      for (auto it = volumes[i].begin(); it != volumes[i].end(); ++it) {
+        if (it.key() == "name") continue;
+        const auto& types = policy.volume_types;
+        if (std::find(types.begin(), types.end(), it.key()) == types.end())
+          c.add("volumes[" + std::to_string(i) + "]." + it.key(),
+                "volume type " + it.key() + " is not allowed", joined(types));
+      }
+    }
   const std::string scheduler = str(spec, "schedulerName");
   if (!scheduler.empty() && scheduler != kDefaultScheduler && scheduler != policy.scheduler_name)
     c.add("schedulerName",
@@ -394,12 +420,13 @@ Status merge_policy_file(const json& doc, HostPolicy& policy) {
   if (doc.is_null()) return Status::ok();
   if (!doc.is_object()) return Status::invalid("the host policy must be a mapping");
   static const std::set<std::string> kKeys = {"allowedTolerations", "allowedNodeSelectorKeys",
-                                              "allowedRuntimeClasses", "allowedServiceTypes"};
+                                              "allowedRuntimeClasses", "allowedServiceTypes",
+                                              "allowedVolumeTypes"};
   for (auto it = doc.begin(); it != doc.end(); ++it)
     if (!kKeys.count(it.key()))
-      return Status::invalid(
-          "unknown field \"" + it.key() + "\" (known: allowedTolerations, " +
-          "allowedNodeSelectorKeys, allowedRuntimeClasses, allowedServiceTypes)");
+      return Status::invalid("unknown field \"" + it.key() + "\" (known: allowedTolerations, " +
+                             "allowedNodeSelectorKeys, allowedRuntimeClasses, " +
+                             "allowedServiceTypes, allowedVolumeTypes)");
   if (auto it = doc.find("allowedTolerations"); it != doc.end()) {
     if (!it->is_array()) return Status::invalid("allowedTolerations: must be a list");
     std::vector<TolerationRule> rules;
@@ -420,6 +447,8 @@ Status merge_policy_file(const json& doc, HostPolicy& policy) {
       strings_at(doc, "allowedNodeSelectorKeys", check_node_key, policy.node_label_keys));
   VKUBE_RETURN_IF_ERROR(
       strings_at(doc, "allowedRuntimeClasses", check_runtime_class, policy.runtime_classes));
+  VKUBE_RETURN_IF_ERROR(
+      strings_at(doc, "allowedVolumeTypes", check_volume_type, policy.volume_types));
   return strings_at(doc, "allowedServiceTypes", check_service_type, policy.service_types);
 }
 

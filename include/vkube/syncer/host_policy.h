@@ -49,6 +49,9 @@ std::vector<TolerationRule> default_toleration_rules();
 // GPU Feature Discovery's labels, the topology zone and region, the
 // architecture, OS and instance type. "p*" allows every key starting with p.
 std::vector<std::string> default_node_label_keys();
+// configMap, csi, downwardAPI, emptyDir, ephemeral, image,
+// persistentVolumeClaim, projected, secret.
+std::vector<std::string> default_volume_types();
 
 struct HostPolicy {
   // Injected into every host pod.
@@ -62,6 +65,11 @@ struct HostPolicy {
   // Of ClusterIP, NodePort and LoadBalancer (ExternalName is always the
   // tenant's own).
   std::vector<std::string> service_types = {"ClusterIP"};
+  // Volume sources a pod may use: kube's restricted Pod Security set by
+  // default, which reaches nothing of the node's or the network's (an nfs,
+  // iscsi or cephfs volume is mounted by the host's kubelet from wherever
+  // the tenant points it; hostPath is the host's own disk).
+  std::vector<std::string> volume_types = default_volume_types();
 };
 
 // One thing the policy refuses.

@@ -35,6 +35,17 @@ TEST_CASE("the host policy refuses what only the operator may choose", "[syncer]
   const json gpu_toleration = {{"key", "nvidia.com/gpu"}, {"operator", "Exists"}};
   const std::vector<Row> rows = {
       {"an empty pod", json::object(), ""},
+      {"volumes that reach nothing of the host's",
+       {{"volumes",
+         {{{"name", "a"}, {"configMap", {{"name", "c"}}}},
+          {{"name", "b"}, {"emptyDir", json::object()}},
+          {{"name", "c"}, {"persistentVolumeClaim", {{"claimName", "d"}}}}}}},
+       ""},
+      {"an nfs volume the host's kubelet would mount",
+       {{"volumes",
+         {{{"name", "a"}, {"emptyDir", json::object()}},
+          {{"name", "n"}, {"nfs", {{"server", "10.0.0.1"}, {"path", "/"}}}}}}},
+       "spec.volumes[1].nfs: volume type nfs is not allowed (allowed: configMap, csi"},
       {"kube's default tolerations",
        {{"tolerations",
          {{{"key", "node.kubernetes.io/not-ready"},
