@@ -176,5 +176,49 @@ metadata: {name: orphan, namespace: ghost}
                         "\": namespaces \"ghost\" not found"));
 }
 
+TEST_CASE("the API port speaks TLS only, and takes JSON, YAML and protobuf bodies only", "[e2e]") {
+  Cluster c;
+  c.setup(kSetup);
+  const std::string plain = "http://" + c.url().substr(std::string("https://").size());
+  // As Go's net/http answers, credentials or not; health probes still may.
+  Result cleartext = c.run({"/usr/bin/curl", "-sS", "-i", "--max-time", "5", "-H",
+                            "Authorization: Bearer x", plain + "/api/v1/namespaces"});
+  CHECK(cleartext.out ==
+        "HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n");
+  CHECK(c.run({"/usr/bin/curl", "-sS", "--max-time", "5", plain + "/readyz"}).out == "ok");
+
+  const std::string pki = c.dir() + "/data/pki/";
+  auto curl = [&](const std::string& method, const std::string& path, const std::string& type,
+                  const std::string& file) {
+    return c.run({"/usr/bin/curl", "-sS", "--max-time", "10", "--cacert", pki + "ca.crt", "--cert",
+                  pki + "admin.crt", "--key", pki + "admin.key", "-X", method, "-H",
+                  "Content-Type: " + type, "--data-binary", "@" + file, "-w", " %{http_code}",
+                  c.url() + path});
+  };
+  const std::string cm = c.file("cm.yaml", "apiVersion: v1\nkind: ConfigMap\n"
+                                           "metadata: {name: yaml-body}\ndata: {a: \"1\"}\n");
+  CHECK_THAT(curl("POST", "/api/v1/namespaces/errs/configmaps", "application/yaml", cm).out,
+             Catch::EndsWith(" 201"));
+  CHECK(c.get_json({"configmap", "yaml-body", "-n", "errs"})["data"]["a"] == "1");
+  CHECK_THAT(curl("POST", "/api/v1/namespaces/errs/configmaps", "text/plain", cm).out,
+             Catch::Contains("accepted media types include: application/json, application/yaml, "
+                             "application/vnd.kubernetes.protobuf") &&
+                 Catch::EndsWith(" 415"));
+  // An alias bomb of a few hundred bytes, applied: refused before it expands.
+  std::string bomb = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bomb}\ndata:\n"
+                     "  a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n";
+  for (char level = 'b'; level <= 'i'; ++level) {
+    std::string prev(1, static_cast<char>(level - 1));
+    bomb += std::string("  ") + level + ": &" + level + " [";
+    for (int i = 0; i < 8; ++i) bomb += (i ? ",*" : "*") + prev;
+    bomb += "]\n";
+  }
+  Result applied = curl("PATCH", "/api/v1/namespaces/errs/configmaps/bomb?fieldManager=e2e",
+                        "application/apply-patch+yaml", c.file("bomb.yaml", bomb));
+  CHECK_THAT(applied.out, Catch::Contains("yaml: document contains excessive aliasing") &&
+                              Catch::EndsWith(" 400"));
+  CHECK_THAT(c.kubectl({"get", "configmap", "bomb", "-n", "errs"}), FailedWith("NotFound"));
+}
+
 }  // namespace
 }  // namespace vkube::e2e
