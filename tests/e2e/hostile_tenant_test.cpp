@@ -156,6 +156,30 @@ TEST_CASE("a hostile tenant of vkube create on vkube host stays in its box", "[e
     CHECK(host_pod_of(host, hns, "default", "root").is_null());
   }
 
+  SECTION("placement and reach stay the operator's: tolerations, nodes, volumes, Services") {
+    const std::string everywhere = R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"e"},
+      "spec":{"tolerations":[{"operator":"Exists"}],"containers":[{"name":"m","image":"busybox"}]}})";
+    CHECK_THAT(tk(host, kc, {"create", "-f", host.file("e.json", everywhere)}),
+               FailedWith("operator Exists with no key tolerates every taint"));
+    const std::string pinned = R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"n"},
+      "spec":{"nodeSelector":{"kubernetes.io/hostname":"sim-0"},
+      "containers":[{"name":"m","image":"busybox"}]}})";
+    CHECK_THAT(tk(host, kc, {"create", "-f", host.file("n.json", pinned)}),
+               FailedWith("rejected by the tenant's host policy"));
+    const std::string nfs = R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"v"},
+      "spec":{"containers":[{"name":"m","image":"busybox"}],
+      "volumes":[{"name":"n","nfs":{"server":"127.0.0.1","path":"/"}}]}})";
+    CHECK_THAT(tk(host, kc, {"create", "-f", host.file("v.json", nfs)}),
+               FailedWith("volume type nfs is not allowed"));
+    CHECK_THAT(tk(host, kc, {"create", "service", "nodeport", "np", "--tcp=80:80"}),
+               FailedWith("NodePort is not allowed"));
+    for (const char* name : {"e", "n", "v"})
+      CHECK(host_pod_of(host, hns, "default", name).is_null());
+    json services = host.get_json({"services", "-n", hns});
+    for (const json& svc : services["items"])
+      CHECK(annotation(svc, "vkube.io/tenant-name") != "np");
+  }
+
   SECTION("a self-copying JSON patch is refused and the server keeps serving") {
     REQUIRE_THAT(tk(host, kc, {"run", "p", "--image=busybox"}), Succeeded());
     Result r = tk(host, kc, {"patch", "pod", "p", "--type=json", "-p", self_copy_patch(15)});
@@ -189,8 +213,6 @@ spec:
   - name: m
     image: busybox
     securityContext: {privileged: true}
-    volumeMounts: [{name: root, mountPath: /host}]
-  volumes: [{name: root, hostPath: {path: /}}]
 )");
   // The tenant is told why its pod does not run; the host has no such pod.
   CHECK(eventually(
