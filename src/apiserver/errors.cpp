@@ -50,6 +50,18 @@ json status_object(const ApiError& e) {
       e.status.code() == Code::kCancelled)
     s["reason"] = "InternalError";
   if (!e.details.empty()) s["details"] = e.details;
+  // A 422 that names no field (a JSON patch that cannot apply) carries its
+  // text as a cause, as kube's generic server response does: kubectl prints
+  // an Invalid error's causes, and nothing else after "is invalid".
+  if (e.status.code() == Code::kInvalid && s.contains("details") && s["details"].is_object() &&
+      (!s["details"].contains("causes") || s["details"]["causes"].empty())) {
+    constexpr std::string_view kGeneric =
+        "the server rejected our request due to an error in our request: ";
+    std::string_view m = e.status.message();
+    if (m.starts_with(kGeneric)) m.remove_prefix(kGeneric.size());
+    s["details"]["causes"] =
+        json::array({{{"reason", "UnexpectedServerResponse"}, {"message", std::string(m)}}});
+  }
   if (e.status.code() == Code::kFutureRevision) {
     s["details"]["causes"] = json::array(
         {{{"reason", "ResourceVersionTooLarge"}, {"message", "Too large resource version"}}});
