@@ -157,7 +157,13 @@ std::optional<int64_t> spec_next(const CronSchedule& s, int64_t after) {
 std::optional<system_clock::time_point> cron_next(const CronSchedule& s,
                                                   system_clock::time_point t) {
   int64_t after = floor<seconds>(t.time_since_epoch()).count();
-  if (s.every_seconds > 0) return system_clock::time_point(seconds(after + s.every_seconds));
+  if (s.every_seconds > 0) {
+    // A period reaching past what the clock's nanoseconds hold (the year 2262) has no next time
+    // to return: the addition would overflow.
+    constexpr int64_t kMaxSeconds = duration_cast<seconds>(system_clock::duration::max()).count();
+    if (after > kMaxSeconds - s.every_seconds) return std::nullopt;
+    return system_clock::time_point(seconds(after + s.every_seconds));
+  }
   std::optional<int64_t> next = spec_next(s, after);
   if (!next) return std::nullopt;
   return system_clock::time_point(seconds(*next));

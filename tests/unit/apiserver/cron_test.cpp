@@ -147,6 +147,13 @@ TEST_CASE("@every durations past int64 nanoseconds are refused as Go refuses the
         "failed to parse duration " + huge + ": time: invalid duration \"" + huge.substr(7) + "\"");
   CHECK(cron_schedule_error("@every 2562048h").has_value());
   CHECK(cron_schedule_error("@every 2562047h") == std::nullopt);
+  // Found by fuzz_cron too: a next time past the clock's range (the year 2262) overflowed.
+  auto every = parse_cron_schedule("@every 2562047h");
+  REQUIRE(every.has_value());
+  CHECK_FALSE(cron_next(*every, Clock::from_time_t(1700000000)).has_value());
+  auto daily = parse_cron_schedule("@every 24h");
+  REQUIRE(daily.has_value());
+  CHECK(cron_next(*daily, Clock::from_time_t(1700000000)) == Clock::from_time_t(1700086400));
 }
 
 }  // namespace
