@@ -259,6 +259,33 @@ class Builder final : public YAML::EventHandler {
   uint64_t alias_bytes_ = 0;  // of those, bytes copied by aliases
 };
 
+// What go-yaml's reader says of bytes that are not UTF-8 (it reads its
+// input as UTF-8 before parsing); nullopt for valid text. A scalar holding
+// such bytes would reach JSON, which cannot be serialised.
+std::optional<std::string> utf8_error(std::string_view text) {
+  for (size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const size_t width = c < 0x80             ? 1
+                         : (c & 0xE0) == 0xC0 ? 2
+                         : (c & 0xF0) == 0xE0 ? 3
+                         : (c & 0xF8) == 0xF0 ? 4
+                                              : 0;
+    if (width == 0) return "invalid leading UTF-8 octet";
+    if (i + width > text.size()) return "incomplete UTF-8 octet sequence";
+    uint32_t cp = width == 1 ? c : c & (0x7F >> width);
+    for (size_t k = 1; k < width; ++k) {
+      const auto t = static_cast<unsigned char>(text[i + k]);
+      if ((t & 0xC0) != 0x80) return "invalid trailing UTF-8 octet";
+      cp = (cp << 6) | (t & 0x3F);
+    }
+    if ((width == 2 && cp < 0x80) || (width == 3 && cp < 0x800) || (width == 4 && cp < 0x10000))
+      return "invalid length of a UTF-8 sequence";
+    if ((cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) return "invalid Unicode character";
+    i += width;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Result<json> yaml_to_json(std::string_view text) {
@@ -268,6 +295,8 @@ Result<json> yaml_to_json(std::string_view text) {
     if (!j.is_discarded()) return j;
   }
   constexpr std::string_view kPrefix = "error decoding YAML: error converting YAML to JSON: ";
+  if (auto bad = utf8_error(text))
+    return Status::bad_request(std::string(kPrefix) + "yaml: " + *bad);
   try {
     std::istringstream in{std::string(text)};
     YAML::Parser parser(in);

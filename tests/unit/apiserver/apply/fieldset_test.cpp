@@ -251,5 +251,27 @@ o: 12345678901234567890
   CHECK_THAT(bad.status().message(), Catch::StartsWith("error decoding YAML: "));
 }
 
+// Found by fuzz_yaml: a scalar of bytes that are not UTF-8 reached JSON,
+// which cannot serialise it (a 500 wherever it was dumped); go-yaml refuses
+// such input before parsing it.
+TEST_CASE("YAML bodies that are not UTF-8 are a 400, as go-yaml says", "[apiserver][apply]") {
+  const std::vector<std::pair<std::string, std::string>> rows = {
+      {"e: 1_\x96" "000\n", "yaml: invalid leading UTF-8 octet"},
+      {"e: \xC3\n", "yaml: invalid trailing UTF-8 octet"},
+      {"e: \xE2\x82", "yaml: incomplete UTF-8 octet sequence"},
+      {"e: \xC0\x80\n", "yaml: invalid length of a UTF-8 sequence"},
+      {"e: \xED\xA0\x80\n", "yaml: invalid Unicode character"},
+  };
+  for (const auto& [text, want] : rows) {
+    auto r = yaml_to_json(text);
+    REQUIRE_FALSE(r.is_ok());
+    CHECK(r.status().code() == Code::kBadRequest);
+    CHECK_THAT(r.status().message(), Catch::EndsWith(want));
+  }
+  auto ok = yaml_to_json("e: \"caf\xC3\xA9 \xF0\x9F\x9A\x80\"\n");
+  REQUIRE(ok.is_ok());
+  CHECK((*ok)["e"].dump() == "\"caf\xC3\xA9 \xF0\x9F\x9A\x80\"");
+}
+
 }  // namespace
 }  // namespace vkube::apiserver::apply
