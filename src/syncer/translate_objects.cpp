@@ -88,6 +88,9 @@ Result<json> translate_pvc(const json& tenant_pvc, const ObjectContext& ctx) {
     auto it = tspec.find(field);
     if (it == tspec.end() || !it->is_object()) continue;
     json ref = *it;
+    // A cross-namespace source (dataSourceRef.namespace) would name another
+    // namespace of the host, another tenant's included.
+    ref.erase("namespace");
     if (ref.value("kind", "") == "PersistentVolumeClaim" && ref.value("apiGroup", "").empty())
       ref["name"] = ctx.names->host_name(ns, ref.value("name", ""));
     spec[field] = std::move(ref);

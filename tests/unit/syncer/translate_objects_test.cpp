@@ -56,3 +56,27 @@ TEST_CASE("config maps, secrets and services become their host objects (golden)"
   got["pvc"] = *pvc;
   check_golden(golden_path(__FILE__, "objects.out.json"), got);
 }
+
+TEST_CASE("a claim's data sources stay in the tenant's own host namespace", "[syncer]") {
+  NameMapper names("t");
+  ObjectContext ctx{&names, "vkube-t", nullptr, nullptr};
+  const json claim = {
+      {"apiVersion", "v1"},
+      {"kind", "PersistentVolumeClaim"},
+      {"metadata", {{"name", "copy"}, {"namespace", "ml"}, {"uid", "u"}}},
+      {"spec",
+       {{"volumeName", "pvc-of-another-tenant"},
+        {"dataSource", {{"kind", "PersistentVolumeClaim"}, {"name", "data"}}},
+        {"dataSourceRef",
+         {{"apiGroup", "snapshot.storage.k8s.io"},
+          {"kind", "VolumeSnapshot"},
+          {"name", "weights"},
+          {"namespace", "vkube-other"}}}}}};
+  auto host = vkube::syncer::translate_pvc(claim, ctx);
+  REQUIRE(host.is_ok());
+  const json& spec = (*host)["spec"];
+  CHECK_FALSE(spec.contains("volumeName"));  // never bound to a host volume the tenant names
+  CHECK(spec["dataSource"]["name"] == names.host_name("ml", "data"));
+  CHECK_FALSE(spec["dataSourceRef"].contains("namespace"));
+  CHECK(spec["dataSourceRef"]["name"] == "weights");
+}
