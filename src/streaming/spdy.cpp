@@ -25,6 +25,7 @@ enum FrameType : uint16_t {
   kWindowUpdate = 9,
 };
 constexpr uint8_t kFlagFin = 0x01;
+constexpr uint32_t kRstProtocolError = 1;
 constexpr uint32_t kRstCancel = 5;
 constexpr size_t kMaxFrame = 16u << 20;       // what SPDY's 24-bit length allows
 constexpr size_t kDataFrame = 256u << 10;     // the data frames we send
@@ -301,6 +302,17 @@ void Session::run(const std::function<void(std::shared_ptr<Stream>)>& on_stream)
         break;
       }
       if (type == kHeaders) continue;
+      if (id == 0 || id <= last_id_) {
+        // A reused or decreasing id: refused as spdystream refuses it (RST_STREAM, protocol
+        // error). Accepting it replaced the open stream, which then was never reset: its reader
+        // waited forever.
+        std::string rst;
+        put32(rst, id);
+        put32(rst, kRstProtocolError);
+        if (!send_control(kRstStream, 0, rst).is_ok()) break;
+        continue;
+      }
+      last_id_ = id;
       auto headers = parse_headers(*raw);
       if (!headers.is_ok()) break;
       auto s = std::make_shared<Stream>(shared_from_this(), id, std::move(headers).value());

@@ -103,6 +103,9 @@ class Session : public std::enable_shared_from_this<Session> {
   std::mutex streams_mu_;
   std::map<uint32_t, std::weak_ptr<Stream>> streams_;
   bool closed_ = false;
+  // The last stream id the client opened (read by run() only): ids must increase, as spdystream
+  // requires, so a stream is never replaced under a reader that still waits on it.
+  uint32_t last_id_ = 0;
 };
 
 }  // namespace vkube::streaming::spdy

@@ -6,7 +6,7 @@
 #include <memory>
 #include <vector>
 
-#include "fuzz_duplex.h"
+#include "input_duplex.h"
 #include "fuzz_util.h"
 #include "spdy.h"
 

@@ -4,7 +4,7 @@
 // tunnel reads the binary messages as one stream.
 #include <memory>
 
-#include "fuzz_duplex.h"
+#include "input_duplex.h"
 #include "fuzz_util.h"
 #include "websocket.h"
 

@@ -1,4 +1,4 @@
-// An in-memory http::Duplex for the streaming harnesses: reads give the
+// An in-memory http::Duplex for the streaming fuzz harnesses and tests: reads give the
 // fuzzer's bytes in small pieces (so frames arrive split as over TCP), then
 // the end of stream; writes are counted and dropped.
 #pragma once
