@@ -259,8 +259,8 @@ class Builder final : public YAML::EventHandler {
   uint64_t alias_bytes_ = 0;  // of those, bytes copied by aliases
 };
 
-// What go-yaml's reader says of bytes that are not UTF-8 (it reads its
-// input as UTF-8 before parsing); nullopt for valid text. A scalar holding
+// What go-yaml's reader says of bytes that are not UTF-8, or not YAML's
+// printable characters (it checks both as it reads); nullopt for valid text. A scalar holding
 // such bytes would reach JSON, which cannot be serialised.
 std::optional<std::string> utf8_error(std::string_view text) {
   for (size_t i = 0; i < text.size();) {
@@ -281,6 +281,12 @@ std::optional<std::string> utf8_error(std::string_view text) {
     if ((width == 2 && cp < 0x80) || (width == 3 && cp < 0x800) || (width == 4 && cp < 0x10000))
       return "invalid length of a UTF-8 sequence";
     if ((cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) return "invalid Unicode character";
+    // YAML's printable set (go-yaml checks it as it reads): a NUL or another
+    // control byte is refused, not handed to the parser.
+    const bool printable = cp == 0x09 || cp == 0x0A || cp == 0x0D || (cp >= 0x20 && cp <= 0x7E) ||
+                           cp == 0x85 || (cp >= 0xA0 && cp <= 0xD7FF) ||
+                           (cp >= 0xE000 && cp <= 0xFFFD) || cp >= 0x10000;
+    if (!printable && !(cp == 0xFEFF && i == 0)) return "control characters are not allowed";
     i += width;
   }
   return std::nullopt;

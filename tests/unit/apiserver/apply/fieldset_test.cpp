@@ -256,11 +256,15 @@ o: 12345678901234567890
 // such input before parsing it.
 TEST_CASE("YAML bodies that are not UTF-8 are a 400, as go-yaml says", "[apiserver][apply]") {
   const std::vector<std::pair<std::string, std::string>> rows = {
-      {"e: 1_\x96" "000\n", "yaml: invalid leading UTF-8 octet"},
+      {"e: 1_\x96"
+       "000\n",
+       "yaml: invalid leading UTF-8 octet"},
       {"e: \xC3\n", "yaml: invalid trailing UTF-8 octet"},
       {"e: \xE2\x82", "yaml: incomplete UTF-8 octet sequence"},
       {"e: \xC0\x80\n", "yaml: invalid length of a UTF-8 sequence"},
       {"e: \xED\xA0\x80\n", "yaml: invalid Unicode character"},
+      {std::string("__.05\0_caspecbia:ca:cabia:", 27), "yaml: control characters are not allowed"},
+      {"e: \x1b[31m\n", "yaml: control characters are not allowed"},
   };
   for (const auto& [text, want] : rows) {
     auto r = yaml_to_json(text);
