@@ -295,14 +295,16 @@ std::optional<std::string> utf8_error(std::string_view text) {
 }  // namespace
 
 Result<json> yaml_to_json(std::string_view text) {
+  constexpr std::string_view kPrefix = "error decoding YAML: error converting YAML to JSON: ";
+  // Before the JSON fast path too: nlohmann's lexer stops at a NUL, so
+  // "{}\0junk" would read as {}.
+  if (auto bad = utf8_error(text))
+    return Status::bad_request(std::string(kPrefix) + "yaml: " + *bad);
   auto first = text.find_first_not_of(" \t\r\n");
   if (first != std::string_view::npos && text[first] == '{') {
     json j = json::parse(text, nullptr, false);
     if (!j.is_discarded()) return j;
   }
-  constexpr std::string_view kPrefix = "error decoding YAML: error converting YAML to JSON: ";
-  if (auto bad = utf8_error(text))
-    return Status::bad_request(std::string(kPrefix) + "yaml: " + *bad);
   try {
     std::istringstream in{std::string(text)};
     YAML::Parser parser(in);

@@ -265,6 +265,7 @@ TEST_CASE("YAML bodies that are not UTF-8 are a 400, as go-yaml says", "[apiserv
       {"e: \xED\xA0\x80\n", "yaml: invalid Unicode character"},
       {std::string("__.05\0_caspecbia:ca:cabia:", 27), "yaml: control characters are not allowed"},
       {"e: \x1b[31m\n", "yaml: control characters are not allowed"},
+      {std::string("{}\0junk", 7), "yaml: control characters are not allowed"},
   };
   for (const auto& [text, want] : rows) {
     auto r = yaml_to_json(text);
