@@ -34,6 +34,7 @@ packages=(
   libjemalloc2  # the embedded host's allocator (cmake/Allocator.cmake)
   # real clients and reference servers for tests and benchmarks
   python3-kubernetes etcd-server unzip curl openssl procps dnsutils
+  python3-pytest jq  # tools/outside: the Python client's e2e tests, kubectl's test/cmd
 )
 
 missing=()
