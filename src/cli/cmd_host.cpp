@@ -9,6 +9,7 @@
 #include "command.h"
 #include "tenant.h"
 #include "vkube/apiserver/apiserver.h"
+#include "vkube/common/dial_policy.h"
 #include "vkube/common/log.h"
 #include "vkube/common/memory.h"
 #include "vkube/gpu/node_spec.h"
@@ -123,6 +124,15 @@ int run_host(const Args& args) {
       "runs tenants here), comma-separated; empty: none");
   int64_t& heartbeat =
       flags.add_int("heartbeat-seconds", 10, "how often each node renews its Lease");
+  std::string& job_duration = flags.add_string(
+      "sim-job-duration", "2s",
+      "how long the pods of Jobs run before they complete, as on kwok (the pod annotation "
+      "sim.vkube.io/duration wins; 0: until deleted)");
+  std::string& lb_pool = flags.add_string(
+      "load-balancer-pool", "",
+      "addresses given to LoadBalancer Services, a.b.c.d/n (default: 127.254.S.0/24, S this "
+      "host's loopback slot: nothing listens there, and a client that dials it stays on the "
+      "machine)");
   NodeFlags nf{
       &flags.add_int("nodes", 4, "simulated nodes of one shape (with the --node-*/--gpu-* flags)"),
       &flags.add_string("node-prefix", "gpu-node", "node names: PREFIX-0 .. PREFIX-N-1"),
@@ -143,13 +153,26 @@ int run_host(const Args& args) {
       &flags.add_string("nodes-from-trace", "", "a node list CSV of the Alibaba GPU trace v2023"),
       &flags.add_int("trace-nodes", 0, "with --nodes-from-trace: keep the first N nodes (0: all)"),
   };
+  std::string& service_cidr = add_service_cidr_flag(flags);
   if (int rc = parse_or_exit(flags, log_flags, args); rc >= 0) return rc;
   if (data_dir.empty()) return fail("--data-dir is required");
+  if (auto r = apiserver::parse_service_cidr(service_cidr); !r.is_ok())
+    return fail(r.status().message());
   auto policy = gpu::parse_policy(policy_name);
   if (!policy.is_ok()) return fail("--policy: " + policy.status().message());
   auto specs = node_specs(flags, nf);
   if (!specs.is_ok()) return fail(specs.status().message());
   if (heartbeat <= 0) return fail("--heartbeat-seconds must be positive");
+  auto job_run = nodesim::parse_sim_duration(job_duration);
+  if (!job_run) return fail("--sim-job-duration: not a duration: \"" + job_duration + "\"");
+  // Local pods of this host get addresses no other embedded host on the
+  // machine hands out; asked before anything starts, so a clash fails now.
+  auto slot = nodesim::claim_loopback_slot(data_dir);
+  if (!slot.is_ok()) return fail(slot.status().message());
+  // Every address the simulation makes up routes off the machine: never dialled.
+  for (const std::string& net : nodesim::simulated_networks(*specs))
+    (void)dial_policy::note_simulated_network(net);
+  (void)dial_policy::note_simulated_network(service_cidr);
 
   block_signals();
   const auto t0 = std::chrono::steady_clock::now();
@@ -162,6 +185,7 @@ int run_host(const Args& args) {
   o.sync = durable;
   o.pod_security = "privileged";  // the host runs what its operators and the syncer put there
   o.tls_sans = split_list(sans);
+  o.service_cidr = service_cidr;
 
   std::unique_ptr<scheduler::Scheduler> sched;
   std::unique_ptr<nodesim::Simulator> sim;
@@ -172,6 +196,9 @@ int run_host(const Args& args) {
   no.nodes = std::move(specs).value();
   no.heartbeat = std::chrono::seconds(heartbeat);
   no.local_images = split_list(local_images);
+  no.loopback_slot = *slot;
+  no.job_duration = *job_run;
+  no.load_balancer_pool = lb_pool.empty() ? nodesim::default_load_balancer_pool(*slot) : lb_pool;
   // Absolute: local pods run in folders of their own.
   const std::string abs_dir = std::filesystem::absolute(data_dir).lexically_normal().string();
   no.local_state_dir = abs_dir;

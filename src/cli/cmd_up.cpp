@@ -6,6 +6,7 @@
 // tenants. Run again with the same --data-dir, it resumes the same clusters.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -41,9 +42,15 @@ struct Child {
     ::unlink(out_path.c_str());
     std::fflush(stdout);
     std::fflush(stderr);
+    const pid_t parent = ::getpid();
     pid = fork();
     if (pid < 0) return Status::internal("fork: " + std::string(std::strerror(errno)));
     if (pid == 0) {
+      // The host dies with `vkube up`, however that ends (a SIGKILL, a test
+      // that timed out): SIGTERM lets it stop its tenants' processes first.
+      // Forked from the main thread, which lives as long as the process.
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (::getppid() != parent) _exit(127);
       int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       int err = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
       if (out >= 0) dup2(out, STDOUT_FILENO);

@@ -16,6 +16,7 @@
 #include <boost/beast/ssl.hpp>
 
 #include "tls_context.h"
+#include "vkube/common/dial_policy.h"
 
 namespace vkube::hostclient::detail {
 namespace {
@@ -217,6 +218,16 @@ class BeastConnection final : public Connection {
                              results = std::move(r);
                            });
     if (error_code ec = wait(done, deadline)) return fail(ec, "resolving");
+    // An embedded host's made-up addresses are answered here, not dialled.
+    for (const auto& r : results) {
+      Status allowed = dial_policy::check(r.endpoint().address().to_string(), r.endpoint().port());
+      if (!allowed.is_ok()) {
+        Failure f;
+        f.retryable = false;
+        f.message = allowed.message();
+        return f;
+      }
+    }
     done.reset();
     lowest().async_connect(results, [&](error_code ec, const tcp::endpoint&) { done = ec; });
     if (error_code ec = wait(done, deadline)) return fail(ec, "connecting to");

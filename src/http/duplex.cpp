@@ -22,6 +22,7 @@
 #include <mutex>
 #include <thread>
 
+#include "vkube/common/dial_policy.h"
 #include "wire.h"
 
 namespace vkube::http {
@@ -319,6 +320,15 @@ Result<std::unique_ptr<Duplex>> dial_tcp(const std::string& host, uint16_t port,
   const int64_t deadline = to_ns(Clock::now() + timeout);
   std::string last = "no address";
   for (addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
+    // An embedded host's made-up addresses are answered here, not dialled.
+    char numeric[INET6_ADDRSTRLEN] = {};
+    if (::getnameinfo(ai->ai_addr, ai->ai_addrlen, numeric, sizeof numeric, nullptr, 0,
+                      NI_NUMERICHOST) == 0) {
+      if (Status allowed = dial_policy::check(numeric, port); !allowed.is_ok()) {
+        ::freeaddrinfo(found);
+        return allowed;
+      }
+    }
     int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) {
       last = std::strerror(errno);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "mounts.h"
 #include "pod_status.h"
 #include "vkube/common/log.h"
 #include "vkube/nodesim/simulator.h"
@@ -25,6 +26,9 @@ constexpr milliseconds kNoAddressRetry = std::chrono::seconds(5);
 constexpr milliseconds kLocalStartFirstRetry(5);
 constexpr milliseconds kLocalStartSoon(200);
 constexpr milliseconds kLocalStartRetry = std::chrono::seconds(2);
+// How soon a pod waiting for a missing Secret or ConfigMap looks again (the
+// kubelet's volume manager retries within seconds too).
+constexpr milliseconds kMountRetry(500);
 
 // A restart back-off as the kubelet's: 1 s, doubling, at most 30 s (not
 // reset by a short run here; a ready start resets it).
@@ -72,6 +76,24 @@ std::optional<milliseconds> duration_annotation(const json& pod, std::string_vie
   return d;
 }
 
+// A pod of a Job: a controller reference to a batch Job (the host's own
+// Jobs), or the labels the Job registry puts on its pods (a tenant's Job,
+// whose host pod the syncer owns), and a restart policy a Job allows, so a
+// Deployment's pod that merely carries the label is never taken for one.
+bool job_pod(const json& pod) {
+  const std::string policy = str(at(pod, "spec", "restartPolicy"));
+  if (policy != "Never" && policy != "OnFailure") return false;
+  const json& refs = at(pod, "metadata", "ownerReferences");
+  if (refs.is_array())
+    for (const json& r : refs)
+      if (r.is_object() && r.value("controller", false) == true && str(at(r, "kind")) == "Job" &&
+          str(at(r, "apiVersion")).starts_with("batch/"))
+        return true;
+  const json& labels = at(pod, "metadata", "labels");
+  return labels.is_object() &&
+         (labels.contains("batch.kubernetes.io/job-name") || labels.contains("job-name"));
+}
+
 int exit_code_of(const json& pod) {
   std::string text = annotation(pod, kExitCodeAnnotation);
   int v = 0;
@@ -93,8 +115,13 @@ std::string key_of(const json& obj) {
 
 Agent::Agent(Client& client, const controllers::Lister& pods,
              const std::vector<gpu::NodeSpec>& nodes, std::function<TimePoint()> now,
-             LocalOptions local)
-    : client_(client), pods_(pods), nodes_(nodes), now_(std::move(now)) {
+             LocalOptions local, milliseconds job_duration)
+    : client_(client),
+      pods_(pods),
+      nodes_(nodes),
+      now_(std::move(now)),
+      job_duration_(job_duration),
+      loopback_slot_(local.loopback_slot) {
   if (!local.images.empty())
     local_ = std::make_unique<LocalPods>(client, std::move(local),
                                          [this](const std::string& key) { queue_.add(key); });
@@ -235,6 +262,7 @@ Status Agent::start_pod(const std::string& key, const json& pod, Tracked& t) {
     later(key, ceil_ms(*t.seen + *delay - now));
     return write_status(pod, creating_status(pod, a, stamp));
   }
+  if (Status s; waits_for_volume(key, pod, t, a, stamp, &s)) return s;
   if (at(pod, "spec", "hostNetwork") == true) {
     a.pod_ip = node.internal_ip;
   } else {
@@ -253,7 +281,17 @@ Status Agent::start_pod(const std::string& key, const json& pod, Tracked& t) {
     a.pod_ip = PodIps::format(t.ip);
     if (local_ && local_->runs(pod)) {
       t.local = true;
-      a.pod_ip = PodIps::format(loopback_of(t.ip));
+      // Nodes 256 ranges apart share the low two bytes their local pods'
+      // loopback addresses come from: one another local pod holds is skipped.
+      std::vector<uint32_t> skipped;
+      while (loopback_taken(key, loopback_of(t.ip, loopback_slot_)) && skipped.size() < 64) {
+        auto other = ips_->allocate(t.node);
+        if (!other) break;
+        skipped.push_back(t.ip);
+        t.ip = *other;
+      }
+      for (uint32_t ip : skipped) ips_->release(t.node, ip);
+      a.pod_ip = PodIps::format(loopback_of(t.ip, loopback_slot_));
       return start_local(key, pod, t, a);
     }
   }
@@ -261,8 +299,29 @@ Status Agent::start_pod(const std::string& key, const json& pod, Tracked& t) {
   VKUBE_RETURN_IF_ERROR(write_status(pod, running_status(pod, a, stamp)));
   t.running_since = now;
   save(key, t);
-  if (auto d = duration_annotation(pod, kDurationAnnotation)) later(key, *d);
+  if (auto d = run_duration(pod)) later(key, *d);
   return Status::ok();
+}
+
+std::optional<milliseconds> Agent::run_duration(const json& pod) const {
+  if (auto d = duration_annotation(pod, kDurationAnnotation)) return d;
+  if (job_duration_ > milliseconds(0) && job_pod(pod)) return job_duration_;
+  return std::nullopt;
+}
+
+bool Agent::waits_for_volume(const std::string& key, const json& pod, Tracked& t,
+                             const Addresses& a, const std::string& stamp, Status* s) {
+  auto missing = missing_volume(client_, pod);
+  if (!missing) return false;
+  if (t.mount_warned != missing->volume) {
+    Status recorded = record_failed_mount(client_, pod, *missing, nodes_[t.node].name, stamp);
+    if (recorded.is_ok()) t.mount_warned = missing->volume;
+  }
+  save(key, t);
+  later(key, kMountRetry);
+  // The sandbox is not made yet: no pod IP, containers ContainerCreating.
+  *s = write_status(pod, creating_status(pod, Addresses{a.host_ip, {}}, stamp));
+  return true;
 }
 
 Status Agent::run_pod(const std::string& key, const json& pod, Tracked& t) {
@@ -274,7 +333,7 @@ Status Agent::run_pod(const std::string& key, const json& pod, Tracked& t) {
     t.local = true;
     return run_local(key, pod, t);
   }
-  auto duration = duration_annotation(pod, kDurationAnnotation);
+  auto duration = run_duration(pod);
   if (!duration) {
     save(key, t);
     return Status::ok();
@@ -352,7 +411,8 @@ Status Agent::start_local(const std::string& key, const json& pod, Tracked& t, c
   // (a short job may end before the first poll): it ends as a container
   // that ran does, by the restart policy. With one, it ended before it was
   // ready and is started again.
-  if (st == LocalPods::State::kExited && !local_->has_probe(key)) return local_exited(key, pod, t, code);
+  if (st == LocalPods::State::kExited && !local_->has_probe(key))
+    return local_exited(key, pod, t, code);
   if (st == LocalPods::State::kExited) {  // ended before it was ready
     local_->forget(key);
     t.backoff = next_backoff(t.backoff);
@@ -409,7 +469,18 @@ Status Agent::run_local(const std::string& key, const json& pod, Tracked& t) {
       later(key, ceil_ms(*t.restart_at - now));
       return Status::ok();
     }
-    Status s = local_->start(key, pod, str(at(pod, "status", "podIP")));
+    // Its address under this run's loopback slot (another host may hold
+    // the one of the last run's).
+    std::string ip = str(at(pod, "status", "podIP"));
+    if (t.ip != 0 && PodIps::format(loopback_of(t.ip, loopback_slot_)) != ip) {
+      ip = PodIps::format(loopback_of(t.ip, loopback_slot_));
+      json status = at(pod, "status");
+      status["podIP"] = ip;
+      status["podIPs"] = json::array({{{"ip", ip}}});
+      save(key, t);
+      return write_status(pod, std::move(status));  // the write queues it again
+    }
+    Status s = local_->start(key, pod, ip);
     if (!s.is_ok()) {
       VKUBE_LOG(warn, "simulated kubelet: cannot start a local process", {"pod", key},
                 {"error", s.message()});
@@ -495,6 +566,14 @@ Status Agent::remove(const json& pod) {
       options);
   if (r.ok() || r.code == 404 || r.code == 409) return Status::ok();
   return Status::internal("deleting pod: " + r.body.dump());
+}
+
+bool Agent::loopback_taken(const std::string& key, uint32_t loopback) {
+  std::lock_guard lock(mu_);
+  for (const auto& [k, t] : tracked_)
+    if (k != key && t.local && t.ip != 0 && loopback_of(t.ip, loopback_slot_) == loopback)
+      return true;
+  return false;
 }
 
 Agent::Tracked Agent::load(const std::string& key) {

@@ -29,9 +29,11 @@ class Agent {
  public:
   using milliseconds_t = std::chrono::milliseconds;
   // `nodes` and `pods` outlive the agent; `nodes` may still change (their
-  // pod CIDRs) until start().
+  // pod CIDRs) until start(). A pod a Job owns without a duration annotation
+  // completes after `job_duration` (0: runs until deleted), as kwok does.
   Agent(Client& client, const controllers::Lister& pods, const std::vector<gpu::NodeSpec>& nodes,
-        std::function<TimePoint()> now, LocalOptions local = {});
+        std::function<TimePoint()> now, LocalOptions local = {},
+        milliseconds_t job_duration = milliseconds_t(0));
   ~Agent();
 
   // The informers' pod handler: queues pods bound to our nodes. Quick.
@@ -63,6 +65,7 @@ class Agent {
     int failed_starts = 0;                         // of the local process, in a row
     milliseconds_t backoff{0};                     // before a local process starts again
     std::optional<Steady::time_point> restart_at;  // ... not before this
+    std::string mount_warned;  // the volume a FailedMount event was recorded for
   };
 
   int node_index(std::string_view name) const;
@@ -83,9 +86,18 @@ class Agent {
   // An address of node `node`'s range for a pod's status.podIP (a local
   // pod's loopback address maps back to its range).
   std::optional<uint32_t> range_ip(int node, const std::string& pod_ip) const;
+  // How long the pod's containers run: its duration annotation, else the
+  // Job default for a Job's pod; nullopt: until deleted.
+  std::optional<milliseconds_t> run_duration(const json& pod) const;
+  // A missing Secret or ConfigMap volume: the pod waits in ContainerCreating
+  // (true) with a FailedMount event, tried again in a moment.
+  bool waits_for_volume(const std::string& key, const json& pod, Tracked& t, const Addresses& a,
+                        const std::string& stamp, Status* s);
   Status write_status(const json& pod, json status);
   Status remove(const json& pod);
 
+  // Whether a local pod other than `key` holds the loopback address.
+  bool loopback_taken(const std::string& key, uint32_t loopback);
   Tracked load(const std::string& key);
   void save(const std::string& key, const Tracked& t);
   void forget(const std::string& key);  // releases the pod's address
@@ -99,6 +111,8 @@ class Agent {
   const controllers::Lister& pods_;
   const std::vector<gpu::NodeSpec>& nodes_;
   std::function<TimePoint()> now_;
+  milliseconds_t job_duration_;
+  int loopback_slot_ = 0;
   std::unordered_map<std::string, int> index_;
   std::unique_ptr<PodIps> ips_;
   std::unique_ptr<LocalPods> local_;

@@ -48,4 +48,15 @@ std::string volume_path(std::string_view name, std::string_view subresource) {
   return p;
 }
 
+std::string text_at(const json& obj, std::initializer_list<const char*> path) {
+  const json* v = &obj;
+  for (const char* p : path) {
+    if (!v->is_object()) return {};
+    auto it = v->find(p);
+    if (it == v->end()) return {};
+    v = &*it;
+  }
+  return v->is_string() ? v->get<std::string>() : std::string();
+}
+
 }  // namespace vkube::nodesim

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
@@ -37,5 +38,8 @@ std::string claim_path(std::string_view ns, std::string_view name = {},
 std::string volume_path(std::string_view name = {}, std::string_view subresource = {});
 
 inline constexpr std::string_view kLeaseNamespace = "kube-node-lease";
+
+// The string at `path` in `obj` ("" when absent or not a string).
+std::string text_at(const json& obj, std::initializer_list<const char*> path);
 
 }  // namespace vkube::nodesim

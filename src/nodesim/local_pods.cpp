@@ -13,11 +13,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 
 #include "vkube/common/base64.h"
+#include "vkube/common/dial_policy.h"
 #include "vkube/common/log.h"
 
 namespace vkube::nodesim {
@@ -160,12 +162,13 @@ Status write_file(const fs::path& path, const std::string& content) {
 
 }  // namespace
 
-uint32_t loopback_of(uint32_t ip) {
-  return (ip & 0x00FFFFFFu) | 0x7F000000u;
+uint32_t loopback_of(uint32_t ip, int slot) {
+  if (slot <= 0 || slot > 255) return (ip & 0x00FFFFFFu) | 0x7F000000u;
+  return 0x7F000000u | static_cast<uint32_t>(slot) << 16 | (ip & 0xFFFFu);
 }
 
 uint32_t range_address_of(uint32_t loopback, uint32_t range_base) {
-  return (loopback & 0x00FFFFFFu) | (range_base & 0xFF000000u);
+  return (loopback & 0xFFFFu) | (range_base & 0xFFFF0000u);
 }
 
 std::string expand_vars(std::string_view text, const std::map<std::string, std::string>& env) {
@@ -360,6 +363,12 @@ Status LocalPods::start(const std::string& key, const json& pod, const std::stri
     set("HOSTNAME", h.is_string() && !h.get<std::string>().empty() ? h.get<std::string>() : name);
   }
   set("HOME", dir.string());
+  // The addresses it must not dial (vkube/common/dial_policy.h), and what a
+  // test's connection guard needs to watch this process too.
+  if (std::string nets = dial_policy::simulated_networks(); !nets.empty())
+    set(dial_policy::kEnvVar, nets);
+  for (const char* passed : {"LD_PRELOAD", "VKUBE_CONNECT_GUARD_LOG"})
+    if (const char* v = std::getenv(passed); v != nullptr && *v != '\0') set(passed, v);
   const std::string url = o_.api_url ? o_.api_url() : std::string();
   {
     // https://HOST:PORT

@@ -61,12 +61,16 @@ struct LocalOptions {
   // Where local pods reach this host's API, "https://127.0.0.1:6443"; read
   // when a pod starts.
   std::function<std::string()> api_url;
-  std::string ca_file;  // the host's CA certificate (the pods' ca.crt)
+  std::string ca_file;    // the host's CA certificate (the pods' ca.crt)
+  int loopback_slot = 0;  // see loopback_of()
 };
 
 // The loopback address a local pod holds for the address `ip` of its
-// node's range, and back (`range_base`: an address of that range).
-uint32_t loopback_of(uint32_t ip);
+// node's range: 127.S.c.d for ip a.b.c.d, S the host's loopback slot (so two
+// embedded hosts on one machine never hand out the same address); slot 0:
+// 127.b.c.d. And back (`range_base`: an address of the pod's node range, a
+// /24 or smaller, so the low two bytes are all that differ).
+uint32_t loopback_of(uint32_t ip, int slot);
 uint32_t range_address_of(uint32_t loopback, uint32_t range_base);
 
 // $(VAR) expansion as the kubelet does it: a defined variable is replaced,

@@ -9,6 +9,7 @@
 #include "agent.h"
 #include "client.h"
 #include "heartbeat.h"
+#include "load_balancers.h"
 #include "nodes.h"
 #include "pod_connector.h"
 #include "pod_metrics.h"
@@ -32,6 +33,7 @@ struct Gate {
   std::shared_mutex mu;
   Agent* agent = nullptr;
   Provisioner* provisioner = nullptr;
+  LoadBalancers* load_balancers = nullptr;
 };
 
 LocalOptions local_options(const Options& o, controllers::Informers& informers) {
@@ -51,6 +53,7 @@ LocalOptions local_options(const Options& o, controllers::Informers& informers) 
   l.state_dir = o.local_state_dir;
   l.api_url = o.api_url;
   l.ca_file = o.ca_file;
+  l.loopback_slot = o.loopback_slot;
   return l;
 }
 
@@ -91,9 +94,23 @@ class SimulatorImpl final : public Simulator {
         registrar_{client_, pool_, informers.cache({"core", "nodes"}),
                    informers.cache({"core", "pods"}), options_.now},
         agent_(client_, registrar_.pods, options_.nodes, options_.now,
-               local_options(options_, informers)),
+               local_options(options_, informers), options_.job_duration),
         gate_(std::make_shared<Gate>()) {
     gate_->agent = &agent_;
+    if (!options_.load_balancer_pool.empty()) {
+      auto lb = LoadBalancers::create(client_, informers.cache({"core", "services"}),
+                                      options_.load_balancer_pool);
+      if (lb.is_ok()) {
+        load_balancers_ = std::move(lb).value();
+        gate_->load_balancers = load_balancers_.get();
+        informers.on_event({"core", "services"}, [gate = gate_](const controllers::ObjectEvent& e) {
+          std::shared_lock lock(gate->mu);
+          if (gate->load_balancers) gate->load_balancers->on_service(e);
+        });
+      } else {
+        VKUBE_LOG(error, "no load balancer addresses", {"error", lb.status().message()});
+      }
+    }
     informers.on_event({"core", "pods"}, [gate = gate_](const controllers::ObjectEvent& e) {
       std::shared_lock lock(gate->mu);
       if (gate->agent) gate->agent->on_pod(e);
@@ -132,6 +149,7 @@ class SimulatorImpl final : public Simulator {
       provisioner_->start(kProvisionerWorkers);
     }
     agent_.start(options_.workers);
+    if (load_balancers_) load_balancers_->start();
     api_.set_pod_connector(make_pod_connector(node_pods(gate_)));
     api_.set_metrics_provider(
         make_metrics_provider(registrar_.pods, registrar_.nodes,
@@ -161,8 +179,10 @@ class SimulatorImpl final : public Simulator {
       std::unique_lock lock(gate_->mu);
       gate_->agent = nullptr;
       gate_->provisioner = nullptr;
+      gate_->load_balancers = nullptr;
     }
     if (heartbeat_) heartbeat_->stop();
+    if (load_balancers_) load_balancers_->stop();
     agent_.stop();
     if (provisioner_) provisioner_->stop();
   }
@@ -172,7 +192,8 @@ class SimulatorImpl final : public Simulator {
     int quiet = 0;
     while (std::chrono::steady_clock::now() < end) {
       bool idle = informers_.sync(std::chrono::milliseconds(200)) && agent_.idle() &&
-                  (!provisioner_ || provisioner_->idle());
+                  (!provisioner_ || provisioner_->idle()) &&
+                  (!load_balancers_ || load_balancers_->idle());
       // Idle several times in a row: a handler may have just queued a key.
       quiet = idle ? quiet + 1 : 0;
       if (quiet >= 3) return true;
@@ -191,6 +212,7 @@ class SimulatorImpl final : public Simulator {
   Agent agent_;
   std::unique_ptr<Client> provisioner_client_;
   std::unique_ptr<Provisioner> provisioner_;
+  std::unique_ptr<LoadBalancers> load_balancers_;
   std::shared_ptr<Gate> gate_;
   std::unique_ptr<Heartbeat> heartbeat_;
 };

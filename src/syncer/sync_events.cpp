@@ -49,6 +49,9 @@ Status SyncerImpl::reconcile_event(const std::string& hkey) {
                                    std::pair{host_name, origin->name}})
       for (size_t at; !from.empty() && (at = m.find(from)) != std::string::npos;)
         m.replace(at, from.size(), to);
+    // ... and the objects it names by theirs: kubelet's `secret "db-x-ns-x-t" not found`.
+    const std::string suffix = names_.host_name(origin->ns, "n").substr(1) + "\"";
+    for (size_t at; (at = m.find(suffix)) != std::string::npos;) m.replace(at, suffix.size(), "\"");
     want["message"] = m;
   }
 

@@ -2,6 +2,8 @@
 // node's capacity, GPUs and GPU labels, and no longer once none of its pods
 // is there.
 #include "syncer_impl.h"
+#include "vkube/common/dial_policy.h"
+#include "vkube/gpu/node_spec.h"
 #include "vkube/syncer/compare.h"
 #include "vkube/syncer/translate_back.h"
 
@@ -20,11 +22,25 @@ json without_heartbeats(json status) {
   return status;
 }
 
+// The pods of a simulated host node (an embedded host's) listen nowhere: from
+// then on this tenant dials none of their addresses (a webhook's endpoints).
+void note_if_simulated(const json& node) {
+  const json meta = node.value("metadata", json::object());
+  if (meta.value("labels", json::object()).value(std::string(gpu::kSimulatedLabel), "") != "true")
+    return;
+  const std::string cidr = node.value("spec", json::object()).value("podCIDR", "");
+  if (!cidr.empty()) (void)dial_policy::note_simulated_network(cidr);
+  for (const json& a : node.value("status", json::object()).value("addresses", json::array()))
+    if (a.is_object() && a.value("type", "") == "InternalIP")
+      (void)dial_policy::note_simulated_network(a.value("address", "") + "/32");
+}
+
 }  // namespace
 
 Status SyncerImpl::reconcile_node(const std::string& name) {
   ObjectPtr tenant = t_nodes->get(name);
   ObjectPtr host = h_nodes->informer.get(name);
+  if (host) note_if_simulated(*host);
   const bool virtual_node_there = tenant && tenant->value("metadata", json::object())
                                                     .value("labels", json::object())
                                                     .value(kVirtualLabel, "") == "true";

@@ -151,6 +151,16 @@ Status SyncerImpl::reconcile_service(const std::string& key) {
     if (!r.ok() && r.code != 404)
       return Status::internal("cluster IP of tenant service " + key + ": " + r.body.dump());
   }
+  // The host's load balancer address is the tenant's too (helm --wait waits for it).
+  json host_lb = host->value("status", json::object()).value("loadBalancer", json::object());
+  if (host_lb != tenant->value("status", json::object()).value("loadBalancer", json::object())) {
+    if (!host_lb.contains("ingress")) host_lb["ingress"] = nullptr;  // merge patch: removed
+    auto r = tenant_call(
+        "PATCH", "/api/v1/namespaces/" + ns_of(key) + "/services/" + name_of(key) + "/status",
+        json{{"status", {{"loadBalancer", host_lb}}}}, "application/merge-patch+json");
+    if (!r.ok() && r.code != 404)
+      return Status::internal("load balancer of tenant service " + key + ": " + r.body.dump());
+  }
   return Status::ok();
 }
 

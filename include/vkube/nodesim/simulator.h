@@ -29,7 +29,9 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "vkube/apiserver/apiserver.h"
@@ -64,7 +66,36 @@ struct Options {
   std::string local_state_dir;           // their folders, logs and volumes
   std::function<std::string()> api_url;  // where they reach this API server
   std::string ca_file;                   // its CA certificate
+  // The second byte of the loopback addresses local pods hold, 127.S.x.y
+  // (claim_loopback_slot); 0: 127.<the pod IP's low three bytes>.
+  int loopback_slot = 0;
+  // Pods a Job owns (helm hooks, batch work) without sim.vkube.io/duration
+  // complete after this, as kwok completes them; 0: they run until deleted.
+  std::chrono::milliseconds job_duration{0};
+  // Addresses for LoadBalancer Services (status.loadBalancer.ingress[].ip),
+  // "a.b.c.d/n"; empty: none are given.
+  std::string load_balancer_pool;
 };
+
+// A Go duration ("2s", "500ms", "1m") or plain seconds; nullopt otherwise.
+std::optional<std::chrono::milliseconds> parse_sim_duration(std::string_view text);
+
+// The networks the simulated nodes' addresses come from (the /16s of their
+// pod ranges, their node addresses): made up, so never to be dialled
+// (vkube/common/dial_policy.h).
+std::vector<std::string> simulated_networks(const std::vector<gpu::NodeSpec>& nodes);
+
+// A loopback slot of this machine for the embedded host of `data_dir`
+// (1..253, first tried: one derived from the directory), held through a
+// lock file in `lock_dir` until the process ends, so that two hosts never
+// give local pods the same addresses. kUnavailable naming the holders when
+// every slot is taken.
+Result<int> claim_loopback_slot(const std::string& data_dir,
+                                const std::string& lock_dir = "/tmp/vkube-loopback-slots");
+// The default load balancer pool of slot `slot`: 127.254.S.0/24 (loopback,
+// so a client that dials it never leaves the machine; slot 254 is never
+// claimed, so no local pod holds these addresses).
+std::string default_load_balancer_pool(int slot);
 
 class Simulator {
  public:
