@@ -326,6 +326,9 @@ Result<std::string> ensure_tenant(const std::string& host_kubeconfig, const std:
   TenantSpec spec;
   spec.name = name;
   spec.ns = tenant_host_namespace(name);
+  // `vkube up` makes it on its own embedded host, whose load balancers give loopback
+  // addresses of the host's pool: charts with a LoadBalancer Service install there.
+  spec.allowed_service_types = "ClusterIP,LoadBalancer";
   auto got = c.call("GET", "/api/v1/namespaces/" + spec.ns);
   if (got.code == 404) {
     VKUBE_RETURN_IF_ERROR(create_tenant(c, spec));
