@@ -131,6 +131,9 @@ Cluster::~Cluster() {
   stop();
   std::error_code ec;
   fs::remove_all(dir_, ec);
+  // Nothing a test does may leave the machine (connect_guard/connect_guard.cpp).
+  for (const std::string& line : take_connect_guard_findings())
+    FAIL_CHECK("a connection outside 127.0.0.0/8 was attempted: " << line);
 }
 
 int Cluster::stop() {

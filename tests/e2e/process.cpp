@@ -26,8 +26,16 @@ std::string join(const std::vector<std::string>& argv) {
   return s;
 }
 
-// This process's environment with `overrides` replacing or joining it.
-std::vector<std::string> environment(const std::map<std::string, std::string>& overrides) {
+// This process's environment with `overrides` replacing or joining it, and
+// the connection guard preloaded (unless VKUBE_E2E_NO_CONNECT_GUARD is set,
+// e.g. for a sanitizer build whose runtime must be loaded first).
+std::vector<std::string> environment(std::map<std::string, std::string> overrides) {
+#ifdef VKUBE_CONNECT_GUARD
+  if (std::getenv("VKUBE_E2E_NO_CONNECT_GUARD") == nullptr) {
+    overrides.emplace("LD_PRELOAD", VKUBE_CONNECT_GUARD);
+    overrides.emplace("VKUBE_CONNECT_GUARD_LOG", connect_guard_log());
+  }
+#endif
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
     std::string kv = *e;
@@ -51,6 +59,22 @@ std::string clip(const std::string& s) {
 }
 
 }  // namespace
+
+std::string connect_guard_log() {
+  static const std::string path =
+      "/tmp/vkube-e2e-connect-guard-" + std::to_string(::getpid()) + ".log";
+  return path;
+}
+
+std::vector<std::string> take_connect_guard_findings() {
+  std::vector<std::string> out;
+  std::ifstream in(connect_guard_log());
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) out.push_back(line);
+  in.close();
+  if (!out.empty()) ::truncate(connect_guard_log().c_str(), 0);
+  return out;
+}
 
 std::ostream& operator<<(std::ostream& os, const Result& r) {
   os << "$ " << r.command << "\n[exit " << r.exit_code << (r.timed_out ? ", timed out" : "")

@@ -29,6 +29,12 @@ struct Result {
 
 std::ostream& operator<<(std::ostream& os, const Result& r);
 
+// The file the connection guard (connect_guard/connect_guard.cpp, preloaded
+// into every process started here) records connections outside 127.0.0.0/8
+// in; and its lines so far, emptying it.
+std::string connect_guard_log();
+std::vector<std::string> take_connect_guard_findings();
+
 // How a child is started: the program with its arguments, and variables that
 // replace or join this process's environment.
 struct Spawn {
