@@ -40,6 +40,8 @@ functions=(
   run_crd_deletion_recreation_tests
   run_job_tests
   run_create_job_tests
+  run_daemonset_tests
+  run_daemonset_history_tests
   run_persistent_volumes_tests
   run_storage_class_tests
   run_kubectl_explain_tests
