@@ -1,10 +1,12 @@
 #include "codec.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include "errors.h"
 #include "vkube/schema/protobuf.h"
 #include "vkube/schema/validation.h"
+#include "yaml_encode.h"
 #include "yaml_json.h"
 
 namespace vkube::apiserver {
@@ -36,7 +38,8 @@ Result<json> decode_request_body(const http::Request& req, bool custom_resource,
   if (type == "application/vnd.kubernetes.protobuf" && !custom_resource) {
     auto obj = schema::decode_object(req.body);
     if (!obj.is_ok())
-      return Status::bad_request("the protobuf body could not be decoded: " + obj.status().message());
+      return Status::bad_request("the protobuf body could not be decoded: " +
+                                 obj.status().message());
     return obj;
   }
   if (type == "application/yaml") {
@@ -66,6 +69,26 @@ bool prefers_protobuf(std::string_view accept) {
   while (!first.empty() && first.front() == ' ') first.remove_prefix(1);
   return is_protobuf(first) && first.find("as=") == std::string_view::npos &&
          first.find("stream=") == std::string_view::npos;
+}
+
+bool prefers_yaml(std::string_view accept) {
+  return media_type(accept.substr(0, accept.find(','))) == "application/yaml";
+}
+
+void encode_yaml_response(http::Response& r) {
+  if (r.stream || r.deferred || r.upgrade) return;
+  auto type = std::find_if(r.headers.begin(), r.headers.end(), [](const http::Header& h) {
+    return h.name.size() == 12 &&
+           std::equal(h.name.begin(), h.name.end(), "Content-Type", [](char a, char b) {
+             return std::tolower(static_cast<unsigned char>(a)) ==
+                    std::tolower(static_cast<unsigned char>(b));
+           });
+  });
+  if (type == r.headers.end() || type->value != "application/json") return;
+  json v = json::parse(r.body, nullptr, false);
+  if (v.is_discarded()) return;
+  r.body = json_to_yaml(v);
+  r.set_header("Content-Type", "application/yaml");
 }
 
 http::Response body_response(const http::Request& req, int code, const json& obj) {

@@ -27,6 +27,14 @@ Result<json> decode_request_body(const http::Request& req, bool custom_resource,
 // "application/vnd.kubernetes.protobuf,application/json").
 bool prefers_protobuf(std::string_view accept);
 
+// True when the client's first choice is YAML ("application/yaml").
+bool prefers_yaml(std::string_view accept);
+
+// Re-encodes a complete JSON answer (an object, a list, a Status, a
+// discovery document) as YAML, as kube answers a client that prefers YAML.
+// Streams, deferred answers and other media types are left as they are.
+void encode_yaml_response(http::Response& r);
+
 // The response for an object or list: protobuf when preferred and the kind
 // has a description, JSON otherwise.
 http::Response body_response(const http::Request& req, int code, const json& obj);

@@ -1,6 +1,10 @@
 // Discovery: aggregated (apidiscovery.k8s.io/v2) and legacy (/api, /apis,
 // /api/v1, /apis/<group>[/<version>]), all derived from the registry.
+#include <openssl/sha.h>
+
+#include "crd/definition.h"
 #include "server_impl.h"
+#include "vkube/common/base64.h"
 
 namespace vkube::apiserver {
 
@@ -18,6 +22,30 @@ bool wants_aggregated(std::string_view accept) {
 
 const std::vector<std::string> kSubVerbs = {"get", "patch", "update"};
 
+// kube's discovery.StorageVersionHash of the version objects are stored in
+// (the storage version migrator and controllers' caches watch it change);
+// "" for what is never stored (reviews, bindings, metrics).
+std::string storage_version_hash(const KindSet& reg, const Kind& k) {
+  const api::Resource& r = k.resource;
+  if (k.create_only || std::find(r.verbs.begin(), r.verbs.end(), "create") == r.verbs.end())
+    return "";
+  std::string version = r.gv.version;
+  if (k.custom) {
+    version = k.custom->storage_version;
+  } else if (!r.storage_of.empty()) {
+    // Versions sharing storage are stored in the one that owns it.
+    const std::string prefix = Registry::storage_prefix(k);
+    for (const Kind* other : reg.all())
+      if (!other->custom && other->resource.storage_of.empty() &&
+          Registry::storage_prefix(*other) == prefix)
+        version = other->resource.gv.version;
+  }
+  const std::string gvk = r.gv.group + "/" + version + "/" + r.kind;
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(gvk.data()), gvk.size(), digest);
+  return base64_encode(std::string_view(reinterpret_cast<const char*>(digest), 8));
+}
+
 json legacy_resources(const KindSet& reg, const api::GroupVersion& gv) {
   json resources = json::array();
   for (const Kind* k : reg.kinds_in(gv)) {
@@ -26,6 +54,8 @@ json legacy_resources(const KindSet& reg, const api::GroupVersion& gv) {
                   {"kind", r.kind},       {"verbs", r.verbs}};
     if (!r.short_names.empty()) entry["shortNames"] = r.short_names;
     if (!r.categories.empty()) entry["categories"] = r.categories;
+    if (std::string hash = storage_version_hash(reg, *k); !hash.empty())
+      entry["storageVersionHash"] = std::move(hash);
     resources.push_back(entry);
     if (r.plural == "pods" && gv.group.empty())
       resources.push_back({{"name", "pods/binding"},

@@ -1,5 +1,9 @@
 #include "errors.h"
 
+#include <string_view>
+#include <utility>
+#include <vector>
+
 namespace vkube::apiserver {
 
 int http_code(Code code) {
@@ -50,6 +54,15 @@ json status_object(const ApiError& e) {
       e.status.code() == Code::kCancelled)
     s["reason"] = "InternalError";
   if (!e.details.empty()) s["details"] = e.details;
+  // A patch whose result does not decode names no kind and no object, as
+  // kube's field.Invalid(patch, ...) with an empty GroupKind does.
+  constexpr std::string_view kPatchInvalid = " \"\" is invalid: patch: ";
+  if (e.status.code() == Code::kInvalid && e.status.message().starts_with(kPatchInvalid)) {
+    s["details"] = {
+        {"causes", json::array({{{"reason", "FieldValueInvalid"},
+                                 {"message", e.status.message().substr(kPatchInvalid.size())},
+                                 {"field", "patch"}}})}};
+  }
   // A 422 that names no field (a JSON patch that cannot apply) carries its
   // text as a cause, as kube's generic server response does: kubectl prints
   // an Invalid error's causes, and nothing else after "is invalid".
@@ -75,11 +88,175 @@ json success_status(const json& details) {
           {"status", "Success"}, {"details", details}};
 }
 
+namespace {
+
+// kube writes its Go types' fields in declaration order, and clients and
+// scripts that compare bodies as text see that order; nlohmann's objects are
+// sorted. A Shape lists a document's keys in kube's order, each with the
+// shape of its value (or of each element of an array value); keys it does
+// not list follow, sorted.
+struct Key;
+using Shape = std::vector<Key>;
+struct Key {
+  const char* name;
+  const Shape* shape = nullptr;
+};
+
+const Shape kListMeta = {{"selfLink"}, {"resourceVersion"}, {"continue"}, {"remainingItemCount"}};
+const Shape kObjectMeta = {{"name"},
+                           {"generateName"},
+                           {"namespace"},
+                           {"selfLink"},
+                           {"uid"},
+                           {"resourceVersion"},
+                           {"generation"},
+                           {"creationTimestamp"},
+                           {"deletionTimestamp"},
+                           {"deletionGracePeriodSeconds"},
+                           {"labels"},
+                           {"annotations"},
+                           {"ownerReferences"},
+                           {"finalizers"},
+                           {"managedFields"}};
+const Shape kObject = {{"kind"}, {"apiVersion"}, {"metadata", &kObjectMeta}, {"spec"}, {"status"}};
+
+// meta/v1 Status.
+const Shape kCause = {{"reason"}, {"message"}, {"field"}};
+const Shape kDetails = {{"name"}, {"group"},           {"kind"},
+                        {"uid"},  {"causes", &kCause}, {"retryAfterSeconds"}};
+const Shape kStatus = {{"kind"},    {"apiVersion"}, {"metadata", &kListMeta}, {"status"},
+                       {"message"}, {"reason"},     {"details", &kDetails},   {"code"}};
+
+// meta/v1 Table.
+const Shape kColumn = {{"name"}, {"type"}, {"format"}, {"description"}, {"priority"}};
+const Shape kRowCondition = {{"type"}, {"status"}, {"reason"}, {"message"}};
+const Shape kRow = {{"cells"}, {"conditions", &kRowCondition}, {"object", &kObject}};
+const Shape kTable = {{"kind"},
+                      {"apiVersion"},
+                      {"metadata", &kListMeta},
+                      {"columnDefinitions", &kColumn},
+                      {"rows", &kRow}};
+
+// Legacy discovery (meta/v1).
+const Shape kGroupVersion = {{"groupVersion"}, {"version"}};
+const Shape kCidr = {{"clientCIDR"}, {"serverAddress"}};
+const Shape kApiVersions = {
+    {"kind"}, {"apiVersion"}, {"versions"}, {"serverAddressByClientCIDRs", &kCidr}};
+const Shape kApiGroup = {{"kind"},
+                         {"apiVersion"},
+                         {"name"},
+                         {"versions", &kGroupVersion},
+                         {"preferredVersion", &kGroupVersion},
+                         {"serverAddressByClientCIDRs", &kCidr}};
+const Shape kApiGroupList = {{"kind"}, {"apiVersion"}, {"groups", &kApiGroup}};
+const Shape kApiResource = {
+    {"name"}, {"singularName"}, {"namespaced"}, {"group"},      {"version"},
+    {"kind"}, {"verbs"},        {"shortNames"}, {"categories"}, {"storageVersionHash"}};
+const Shape kApiResourceList = {
+    {"kind"}, {"apiVersion"}, {"groupVersion"}, {"resources", &kApiResource}};
+
+// Aggregated discovery (apidiscovery.k8s.io/v2).
+const Shape kGvk = {{"group"}, {"version"}, {"kind"}};
+const Shape kSubresource = {
+    {"subresource"}, {"responseKind", &kGvk}, {"acceptedTypes", &kGvk}, {"verbs"}};
+const Shape kResourceDiscovery = {
+    {"resource"}, {"responseKind", &kGvk}, {"scope"},      {"singularResource"},
+    {"verbs"},    {"shortNames"},          {"categories"}, {"subresources", &kSubresource}};
+const Shape kVersionDiscovery = {{"version"}, {"resources", &kResourceDiscovery}, {"freshness"}};
+const Shape kGroupDiscovery = {
+    {"kind"}, {"apiVersion"}, {"metadata", &kObjectMeta}, {"versions", &kVersionDiscovery}};
+const Shape kGroupDiscoveryList = {
+    {"kind"}, {"apiVersion"}, {"metadata", &kListMeta}, {"items", &kGroupDiscovery}};
+
+const Shape* shape_of(const json& body) {
+  if (!body.is_object()) return nullptr;
+  auto kind = body.find("kind");
+  if (kind == body.end() || !kind->is_string()) return nullptr;
+  static const std::vector<std::pair<std::string_view, const Shape*>> kShapes = {
+      {"Status", &kStatus},
+      {"Table", &kTable},
+      {"APIResourceList", &kApiResourceList},
+      {"APIGroupList", &kApiGroupList},
+      {"APIGroup", &kApiGroup},
+      {"APIVersions", &kApiVersions},
+      {"APIGroupDiscoveryList", &kGroupDiscoveryList}};
+  const std::string& k = kind->get_ref<const std::string&>();
+  for (const auto& [name, shape] : kShapes)
+    if (name == k) return shape;
+  return nullptr;
+}
+
+// Writes values in place (nlohmann's serializer appends to `out`), so a
+// Table's rows cost no more than dumping them unordered.
+class OrderedWriter {
+ public:
+  explicit OrderedWriter(std::string& out)
+      : out_(out),
+        dump_(nlohmann::detail::output_adapter<char, std::string>(out), ' ',
+              json::error_handler_t::replace) {}
+
+  void value(const json& v, const Shape* shape) {
+    if (shape != nullptr && v.is_object()) return object(v, *shape);
+    if (shape != nullptr && v.is_array()) {
+      out_ += '[';
+      bool first = true;
+      for (const json& e : v) {
+        if (!first) out_ += ',';
+        first = false;
+        value(e, shape);
+      }
+      out_ += ']';
+      return;
+    }
+    dump_.dump(v, false, false, 0);
+  }
+
+ private:
+  void object(const json& v, const Shape& shape) {
+    out_ += '{';
+    bool first = true;
+    for (const Key& k : shape) {
+      auto it = v.find(k.name);
+      if (it == v.end()) continue;
+      if (!first) out_ += ',';
+      first = false;
+      out_ += '"';  // a Shape's names need no escaping
+      out_ += k.name;
+      out_ += "\":";
+      value(*it, k.shape);
+    }
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      bool listed = false;
+      for (const Key& k : shape) listed = listed || it.key() == k.name;
+      if (listed) continue;
+      if (!first) out_ += ',';
+      first = false;
+      dump_.dump(json(it.key()), false, false, 0);
+      out_ += ':';
+      dump_.dump(*it, false, false, 0);
+    }
+    out_ += '}';
+  }
+
+  std::string& out_;
+  nlohmann::detail::serializer<json> dump_;
+};
+
+}  // namespace
+
+std::string encode_json(const json& body) {
+  std::string out;
+  OrderedWriter(out).value(body, shape_of(body));
+  // kube's JSON encoder ends every document with a newline.
+  out += '\n';
+  return out;
+}
+
 http::Response json_response(int code, const json& body) {
   http::Response r;
   r.status = code;
   r.set_header("Content-Type", "application/json");
-  r.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
+  r.body = encode_json(body);
   return r;
 }
 

@@ -35,7 +35,13 @@ std::string_view reason(Code code);
 json status_object(const ApiError& e);
 json success_status(const json& details);
 http::Response error_response(const ApiError& e);
+// A JSON response of `body` as encode_json writes it.
 http::Response json_response(int code, const json& body);
+// `body` as kube's JSON encoder writes it: the fields of a Status, Table or
+// discovery document (legacy and aggregated) in the order of kube's Go types
+// (other objects keep nlohmann's sorted order), invalid UTF-8 replaced, and a
+// trailing newline.
+std::string encode_json(const json& body);
 
 // The standard errors, worded as kube-apiserver words them.
 ApiError not_found(const api::Resource& r, const std::string& name);

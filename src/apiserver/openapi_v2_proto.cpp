@@ -148,15 +148,8 @@ Msg schema_of(const json& s) {
   return m;
 }
 
-// openapi.v2.ParametersItem of one parameter object.
-Msg parameter_of(const json& p) {
-  Msg item;
-  if (auto ref = text_of(p, "$ref"); !ref.empty()) {
-    Msg r;
-    r.str(1, ref);
-    item.msg(2, r);
-    return item;
-  }
+// openapi.v2.Parameter of one parameter object.
+Msg parameter_msg(const json& p) {
   const std::string in = text_of(p, "in");
   Msg param;
   if (in == "body") {
@@ -189,7 +182,20 @@ Msg parameter_of(const json& p) {
     non_body.msg(which, sub);
     param.msg(2, non_body);
   }
-  item.msg(1, param);
+  return param;
+}
+
+// openapi.v2.ParametersItem of one parameter object: the parameter, or a
+// JsonReference to a shared one.
+Msg parameter_of(const json& p) {
+  Msg item;
+  if (auto ref = text_of(p, "$ref"); !ref.empty()) {
+    Msg r;
+    r.str(1, ref);
+    item.msg(2, r);
+    return item;
+  }
+  item.msg(1, parameter_msg(p));
   return item;
 }
 
@@ -269,6 +275,17 @@ std::string openapi_v2_protobuf(const json& doc) {
   }
   if (doc.contains("definitions") && doc["definitions"].is_object())
     d.msg(9, named_schemas(doc["definitions"]));
+  if (doc.contains("parameters") && doc["parameters"].is_object()) {
+    Msg shared;  // openapi.v2.ParameterDefinitions
+    for (auto it = doc["parameters"].begin(); it != doc["parameters"].end(); ++it) {
+      if (!it->is_object()) continue;
+      Msg named;
+      named.str(1, it.key());
+      named.msg(2, parameter_msg(it.value()));
+      shared.msg(1, named);
+    }
+    d.msg(10, shared);
+  }
   return d.take();
 }
 

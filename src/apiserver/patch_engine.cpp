@@ -1,8 +1,13 @@
 #include "patch_engine.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <optional>
 
 #include "json_patch.h"
+#include "policy.h"
+#include "yaml_encode.h"
 #include "vkube/api/limits.h"
 
 namespace vkube::apiserver {
@@ -23,6 +28,9 @@ namespace {
 
 using schema::Field;
 using schema::Message;
+
+// fmt's %v of a value read from JSON, as kube's patch errors print maps.
+std::string go_value(const json& v);
 
 // The message a field's values have (the element for lists, the value for
 // maps of messages), or nullptr for scalars and special messages that
@@ -109,7 +117,7 @@ Status merge_list(json& target, const json& patch, const Field* f, const json* o
   }
   for (const json& item : patch) {
     if (!item.is_object() || !item.contains(key))
-      return Status::bad_request("map: " + item.dump() +
+      return Status::bad_request("map: " + go_value(item) +
                                  " does not contain declared merge key: " + key);
     auto it = std::find_if(target.begin(), target.end(), [&](const json& t) {
       return t.is_object() && t.contains(key) && t[key] == item[key];
@@ -133,7 +141,7 @@ Status merge_list(json& target, const json& patch, const Field* f, const json* o
       continue;
     }
     if (!directive.empty() && directive != "merge")
-      return Status::bad_request("unknown patch type: " + directive + " in map: " + item.dump());
+      return Status::bad_request("unknown patch type: " + directive + " in map: " + go_value(item));
     if (it == target.end()) {
       json fresh = json::object();
       VKUBE_RETURN_IF_ERROR(merge_map(fresh, item, elem));
@@ -162,10 +170,10 @@ Status merge_map(json& target, const json& patch, const Message* m) {
     return Status::ok();
   }
   if (!directive.empty() && directive != "merge")
-    return Status::bad_request("unknown patch type: " + directive + " in map: " + patch.dump());
+    return Status::bad_request("unknown patch type: " + directive + " in map: " + go_value(patch));
   if (patch.contains("$retainKeys")) {
     const json& keep = patch["$retainKeys"];
-    if (!keep.is_array()) return Status::bad_request("$retainKeys must be a list of field names");
+    if (!keep.is_array()) return Status::bad_request("invalid patch format of retainKeys");
     for (auto it = target.begin(); it != target.end();) {
       if (std::find(keep.begin(), keep.end(), it.key()) == keep.end())
         it = target.erase(it);
@@ -178,7 +186,7 @@ Status merge_map(json& target, const json& patch, const Message* m) {
     const json& v = it.value();
     if (k.starts_with("$deleteFromPrimitiveList/")) {
       std::string field = k.substr(25);
-      if (!v.is_array()) return Status::bad_request(k + " must be a list");
+      if (!v.is_array()) return Status::bad_request("invalid patch format of primitive list");
       if (target.contains(field) && target[field].is_array()) {
         json& list = target[field];
         for (const json& d : v) list.erase(std::remove(list.begin(), list.end(), d), list.end());
@@ -260,6 +268,210 @@ Status too_deep(const char* what, size_t limit) {
                          std::to_string(limit) + " levels");
 }
 
+// ---- A patched object read back into kube's Go types: where a value's JSON
+// type cannot fill its field, kube's decoders refuse the patch (422) with
+// their own words, which tools match (kubectl's test-cmd looks for "cannot
+// restore map from string").
+
+struct Mismatch {
+  const json* value = nullptr;
+  const Field* field = nullptr;
+  bool element = false;     // the value is an element of the field's list or map
+  std::string struct_name;  // the Go struct holding the field
+  std::string path;         // JSON field names from the top, dot-joined
+};
+
+std::string go_scalar_type(schema::Type t, const Message* m) {
+  switch (t) {
+    case schema::Type::kString:
+      return "string";
+    case schema::Type::kBytes:
+      return "[]uint8";
+    case schema::Type::kBool:
+      return "bool";
+    case schema::Type::kInt32:
+      return "int32";
+    case schema::Type::kInt64:
+      return "int64";
+    case schema::Type::kUint32:
+      return "uint32";
+    case schema::Type::kUint64:
+      return "uint64";
+    case schema::Type::kDouble:
+      return "float64";
+    case schema::Type::kFloat:
+      return "float32";
+    case schema::Type::kMessage: {
+      if (m == nullptr) return "struct";
+      const std::string& pkg = m->package;
+      return pkg.substr(pkg.rfind('.') + 1) + "." + m->name;
+    }
+  }
+  return "string";
+}
+
+// The Go type of the field (or of one of its elements).
+std::string go_type(const Field& f, bool element) {
+  std::string value = go_scalar_type(f.is_map ? f.map_value : f.type, f.message);
+  if (element) return value;
+  if (f.is_map) return "map[string]" + value;
+  return f.repeated ? "[]" + value : value;
+}
+
+bool fits_scalar(schema::Type t, const json& v, bool exact_ints) {
+  switch (t) {
+    case schema::Type::kString:
+    case schema::Type::kBytes:
+      return v.is_string();
+    case schema::Type::kBool:
+      return v.is_boolean();
+    case schema::Type::kDouble:
+    case schema::Type::kFloat:
+      return v.is_number();
+    case schema::Type::kMessage:
+      return true;
+    default:
+      if (v.is_number_integer()) return true;
+      if (!v.is_number_float() || exact_ints) return false;
+      return std::trunc(v.get<double>()) == v.get<double>();
+  }
+}
+
+std::optional<Mismatch> first_mismatch(const Message& m, const json& obj, const std::string& path,
+                                       bool exact_ints, int depth);
+
+// One value of field `f` (the whole value, or an element when `element`).
+std::optional<Mismatch> check_value(const Field& f, const json& v, bool element,
+                                    const Message& holder, const std::string& path, bool exact_ints,
+                                    int depth) {
+  if (v.is_null()) return std::nullopt;
+  Mismatch bad{&v, &f, element, holder.name, path};
+  if (!element && f.is_map) {
+    if (!v.is_object()) return bad;
+    for (auto it = v.begin(); it != v.end(); ++it)
+      if (auto e = check_value(f, *it, true, holder, path, exact_ints, depth)) return e;
+    return std::nullopt;
+  }
+  if (!element && f.repeated && f.type != schema::Type::kBytes) {
+    if (!v.is_array()) return bad;
+    for (const json& e : v)
+      if (auto r = check_value(f, e, true, holder, path, exact_ints, depth)) return r;
+    return std::nullopt;
+  }
+  const schema::Type t = f.is_map ? f.map_value : f.type;
+  if (t != schema::Type::kMessage) {
+    if (fits_scalar(t, v, exact_ints)) return std::nullopt;
+    return bad;
+  }
+  // Quantities, times, int-or-strings and raw JSON read themselves.
+  if (f.message == nullptr || f.message->json_format != schema::JsonFormat::kObject)
+    return std::nullopt;
+  if (!v.is_object()) return bad;
+  return first_mismatch(*f.message, v, path, exact_ints, depth + 1);
+}
+
+std::optional<Mismatch> first_mismatch(const Message& m, const json& obj, const std::string& path,
+                                       bool exact_ints, int depth) {
+  if (depth > 64 || !obj.is_object()) return std::nullopt;
+  for (auto it = obj.begin(); it != obj.end(); ++it) {
+    const Field* f = m.field(it.key());
+    if (f == nullptr) continue;  // unknown fields are check_fields' business
+    const std::string sub = path.empty() ? it.key() : path + "." + it.key();
+    // The struct that declares the field (an inlined one's own name).
+    const Message* holder = &m;
+    if (!m.by_json.contains(it.key()))
+      for (const Field* in : m.inlined)
+        if (in->message->field(it.key()) != nullptr) holder = in->message;
+    if (auto bad = check_value(*f, *it, false, *holder, sub, exact_ints, depth)) return bad;
+  }
+  return std::nullopt;
+}
+
+// runtime.DefaultUnstructuredConverter's words for a value it cannot restore.
+std::string converter_error(const Mismatch& bad) {
+  const json& v = *bad.value;
+  const Field& f = *bad.field;
+  const std::string from = v.is_string()         ? "string"
+                           : v.is_boolean()      ? "bool"
+                           : v.is_number_float() ? "float64"
+                           : v.is_number()       ? "int64"
+                           : v.is_array()        ? "slice"
+                                                 : "map";
+  if (!bad.element && f.is_map) return "cannot restore map from " + from;
+  if (!bad.element && f.repeated) return "cannot restore slice from " + from;
+  const schema::Type t = f.is_map ? f.map_value : f.type;
+  if (t == schema::Type::kMessage) return "cannot restore struct from: " + from;
+  const std::string to = go_scalar_type(t, nullptr);
+  const bool to_int = t != schema::Type::kString && t != schema::Type::kBytes &&
+                      t != schema::Type::kBool && t != schema::Type::kDouble &&
+                      t != schema::Type::kFloat;
+  if ((from == "int64" && to == "string") || (from == "float64" && to_int))
+    return "cannot convert " + from + " to " + to;
+  return "unrecognized type: " + to;
+}
+
+// encoding/json's UnmarshalTypeError, as kube's JSON decoder reports it.
+std::string json_decode_error(const Mismatch& bad) {
+  const json& v = *bad.value;
+  std::string what = v.is_string()    ? "string"
+                     : v.is_boolean() ? "bool"
+                     : v.is_array()   ? "array"
+                     : v.is_object()  ? "object"
+                                      : "number";
+  const schema::Type t = bad.field->is_map ? bad.field->map_value : bad.field->type;
+  if (v.is_number() && t != schema::Type::kString && t != schema::Type::kBytes &&
+      t != schema::Type::kBool)
+    what += " " + v.dump();
+  return "json: cannot unmarshal " + what + " into Go struct field " + bad.struct_name + "." +
+         bad.path + " of type " + go_type(*bad.field, bad.element);
+}
+
+// fmt's %v of the map the patch was read into: map[key:value ...].
+std::string go_value(const json& v) {
+  if (v.is_object()) {
+    std::string s = "map[";
+    bool first = true;
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      if (!first) s += ' ';
+      first = false;
+      s += it.key() + ":" + go_value(*it);
+    }
+    return s + "]";
+  }
+  if (v.is_array()) {
+    std::string s = "[";
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? " " : "") + go_value(v[i]);
+    return s + "]";
+  }
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_null()) return "<nil>";
+  if (v.is_number_float()) return format_go_float(v.get<double>());
+  return v.dump();
+}
+
+// kube's answer to a patch whose result does not decode: 422, the patch (as
+// Go printed it) as the invalid value of the field "patch".
+Status undecodable_patch(const std::string& shown, const std::string& why) {
+  return Status::invalid(" \"\" is invalid: patch: Invalid value: " + rbac::go_quote(shown) + ": " +
+                         why);
+}
+
+// kube decodes a strategic merge result with the unstructured converter and
+// the others with its JSON decoder; each words the error its own way. A
+// mismatch the stored object already had is not the patch's doing.
+Status check_decodes(PatchType type, const json& target, const json& patch, const json& out,
+                     const Message* m) {
+  if (m == nullptr) return Status::ok();
+  const bool smp = type == PatchType::kStrategic;
+  auto bad = first_mismatch(*m, out, "", /*exact_ints=*/!smp, 0);
+  if (!bad) return Status::ok();
+  auto before = first_mismatch(*m, target, "", !smp, 0);
+  if (before && before->path == bad->path) return Status::ok();
+  if (smp) return undecodable_patch(go_value(patch), converter_error(*bad));
+  return undecodable_patch(out.dump(-1, ' ', false, json::error_handler_t::replace),
+                           json_decode_error(*bad));
+}
+
 }  // namespace
 
 Result<json> apply_patch(PatchType type, const json& target, const json& patch,
@@ -267,11 +479,24 @@ Result<json> apply_patch(PatchType type, const json& target, const json& patch,
   if (type == PatchType::kApply)
     return Status(Code::kUnsupportedMediaType,
                   "apply patches are merged by server-side apply (apply/), not patched");
-  if (type == PatchType::kJson) return apply_json_patch(target, patch);
-  if (!patch.is_object())
-    return Status::bad_request(type == PatchType::kMerge
-                                   ? "a merge patch must be a JSON object"
-                                   : "a strategic merge patch must be a JSON object");
+  if (type == PatchType::kJson) {
+    auto out = apply_json_patch(target, patch);
+    if (!out.is_ok()) return out;
+    VKUBE_RETURN_IF_ERROR(check_decodes(type, target, patch, *out, m));
+    return out;
+  }
+  if (!patch.is_object()) {
+    // kube reads a strategic merge patch into a map (null leaves it empty)
+    // and gives a merge patch to json-patch, which wants a document.
+    if (type == PatchType::kStrategic && patch.is_null()) return target;
+    if (type == PatchType::kMerge) return Status::bad_request("Invalid JSON Patch");
+    return Status::bad_request("json: cannot unmarshal " +
+                               std::string(patch.is_array()     ? "array"
+                                           : patch.is_string()  ? "string"
+                                           : patch.is_boolean() ? "bool"
+                                                                : "number") +
+                               " into Go value of type map[string]interface {}");
+  }
   // Both merges recurse along the patch and copy the target: bounded by
   // their depths. Neither amplifies: the result holds at most the target
   // and the patch, and storage refuses objects past api::kMaxObjectBytes.
@@ -288,6 +513,7 @@ Result<json> apply_patch(PatchType type, const json& target, const json& patch,
   }
   if (!api::within_object_limit(out))
     return too_deep("the patched object", api::kMaxObjectNestingDepth);
+  VKUBE_RETURN_IF_ERROR(check_decodes(type, target, patch, out, m));
   return out;
 }
 

@@ -173,6 +173,12 @@ http::Response Server::serve(http::Request& req) {
     VKUBE_LOG(error, "handler failed", {"path", req.path}, {"error", e.what()});
     resp = error_response(Status::internal(std::string("internal error: ") + e.what()));
   }
+  // kube encodes its API answers (errors included) as YAML for a client
+  // that prefers it; /version and /openapi are JSON whatever it asks.
+  if (prefers_yaml(req.header("Accept")) &&
+      (req.path == "/api" || req.path == "/apis" || req.path.starts_with("/api/") ||
+       req.path.starts_with("/apis/")))
+    http::DeferredResponse::finally(resp, [](http::Response& r) { encode_yaml_response(r); });
   std::string resource = info.resource;
   if (!info.subresource.empty()) resource += "/" + info.subresource;
   // A deferred answer is counted when it completes.
@@ -335,6 +341,11 @@ http::Response Server::route(http::Request& req, const RequestInfo& info, const 
   else if (info.group == "metrics.k8s.io") resp = handle_metrics(ctx);
   else if (verb == "get") resp = handle_get(ctx);
   else if (verb == "list") resp = handle_list(ctx);
+  else if (verb == "watch" && prefers_yaml(ctx.req.header("Accept")))  // YAML has no stream form
+    resp = error_response(Status(Code::kNotAcceptable,
+                                 "only the following media types are accepted: "
+                                 "application/json;stream=watch, "
+                                 "application/vnd.kubernetes.protobuf;stream=watch"));
   else if (verb == "watch") resp = handle_watch(ctx);
   else if (verb == "create") resp = handle_create(ctx);
   else if (verb == "update") resp = handle_update(ctx);
