@@ -104,4 +104,30 @@ bool NameMapper::stale(const json& host, const json& tenant_obj) const {
   return !o || o->uid != str(tenant_obj, "metadata", "uid");
 }
 
+std::string NameMapper::token_secret_name(std::string_view ns, std::string_view sa) const {
+  return host_name(ns, sa) + ".sa-token";
+}
+
+std::optional<Origin> NameMapper::token_origin(const json& host) const {
+  if (label_or_annotation(host, "labels", kManagedByLabel) != kManagedByValue ||
+      label_or_annotation(host, "labels", kTenantLabel) != tenant_)
+    return std::nullopt;
+  auto type = host.find("type");
+  if (type == host.end() || !type->is_string() || type->get<std::string>() != kApiAccessType)
+    return std::nullopt;
+  const std::string name = str(host, "metadata", "name");
+  Origin o{label_or_annotation(host, "labels", kNamespaceLabel),
+           label_or_annotation(host, "annotations", kServiceAccountAnnotation), ""};
+  if (o.name.empty()) {
+    // "<sa>-x-<ns>-x-<tenant>.sa-token"; a shortened (hashed) name does not
+    // say its account, and is left to the anchor's garbage collection.
+    const std::string tail = "-x-" + o.ns + "-x-" + tenant_ + ".sa-token";
+    if (name.size() > tail.size() && name.ends_with(tail))
+      o.name = name.substr(0, name.size() - tail.size());
+  }
+  if (o.ns.empty() || o.name.empty() || token_secret_name(o.ns, o.name) != name)
+    return std::nullopt;
+  return o;
+}
+
 }  // namespace vkube::syncer

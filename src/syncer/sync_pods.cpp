@@ -101,39 +101,6 @@ std::optional<std::string> SyncerImpl::foreign_reference(const json& tpod) {
   return std::nullopt;
 }
 
-Status SyncerImpl::ensure_api_access(const std::string& ns, const std::string& sa,
-                                     std::string* secret) {
-  // "<sa>-x-<ns>-x-<tenant>.sa-token": no tenant object maps to a name
-  // with a dot after the tenant (host names end in the tenant or a hash).
-  *secret = names_.host_name(ns, sa) + ".sa-token";
-  if (h_secrets->get(o_.host_namespace + "/" + *secret)) return Status::ok();
-  // A long-lived token: the host Secret is not refreshed as a kubelet
-  // refreshes a projected token.
-  json request = {{"apiVersion", "authentication.k8s.io/v1"},
-                  {"kind", "TokenRequest"},
-                  {"spec", {{"expirationSeconds", int64_t{365} * 24 * 3600}}}};
-  auto r = tenant_call("POST", "/api/v1/namespaces/" + ns + "/serviceaccounts/" + sa + "/token",
-                       request);
-  if (!r.ok())
-    return Status::unavailable("token for service account " + ns + "/" + sa + ": " + r.body.dump());
-  const std::string token = r.body.value("status", json::object()).value("token", "");
-  json obj = {{"apiVersion", "v1"},
-              {"kind", "Secret"},
-              {"type", kApiAccessType},
-              {"metadata",
-               {{"name", *secret},
-                {"namespace", o_.host_namespace},
-                {"labels",
-                 {{std::string(kManagedByLabel), std::string(kManagedByValue)},
-                  {std::string(kTenantLabel), o_.tenant},
-                  {std::string(kNamespaceLabel), ns}}},
-                {"ownerReferences", json::array({owner()})}}},
-              {"stringData", {{"token", token}, {"ca.crt", o_.tenant_ca_pem}, {"namespace", ns}}}};
-  Status s = host_create(*h_secrets, "secrets", obj);
-  if (s.code() == Code::kConflict) return Status::ok();  // made by another worker
-  return s;
-}
-
 PodContext SyncerImpl::pod_context() const {
   PodContext ctx;
   ctx.names = &names_;
@@ -156,9 +123,14 @@ Status SyncerImpl::delete_tenant_pod(const json& tpod) {
                   {"gracePeriodSeconds", 0},
                   {"preconditions", {{"uid", str_at(tpod, "metadata", "uid")}}}};
   auto r = tenant_call("DELETE", "/api/v1/namespaces/" + ns + "/pods/" + name, options);
-  if (!r.ok() && r.code != 404 && r.code != 409)
-    return Status::internal("delete tenant pod " + ns + "/" + name + ": " + r.body.dump());
-  return Status::ok();
+  if (r.ok() || r.code == 404) return Status::ok();
+  // A failed UID precondition: the pod of that name is another one now. Any
+  // other conflict (a write in between) leaves this pod Terminating unless
+  // it is retried.
+  if (r.code == 409 && r.body.value("message", "").find("Precondition failed: UID") == 0)
+    return Status::ok();
+  if (r.code == 409) return Status::conflict("delete tenant pod " + ns + "/" + name);
+  return Status::internal("delete tenant pod " + ns + "/" + name + ": " + r.body.dump());
 }
 
 Status SyncerImpl::reconcile_pod(const std::string& key) {

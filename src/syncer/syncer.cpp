@@ -73,17 +73,32 @@ std::string key_of(const json& obj) {
 
 // ---------------------------------------------------------------- HostView
 
+namespace {
+// Deleted UIDs remembered: far more than the deletes that can be in flight.
+constexpr size_t kMaxGone = 4096;
+// A recorded write the informer has not confirmed in this long is dropped:
+// the cache, fed by a watch that resumes and relists, is the truth.
+constexpr auto kWrittenTtl = std::chrono::seconds(30);
+}  // namespace
+
 HostView::HostView(hostclient::Client& client, hostclient::InformerOptions options)
     : informer(client, std::move(options)) {
   // A recorded write outlives nothing the host has removed: a pod deleted at
   // once (grace 0, never scheduled, finished) is gone, not being deleted.
   informer.on_event([this](const controllers::ObjectEvent& e) {
     if (e.type != controllers::EventType::kDeleted) return;
+    const std::string uid = uid_of(e.object);
     std::lock_guard lock(mu_);
     auto w = written_.find(e.key);
-    if (w != written_.end() && uid_of(w->second) == uid_of(e.object)) written_.erase(w);
+    if (w != written_.end() && uid_of(w->second.object) == uid) written_.erase(w);
     auto d = deleted_.find(e.key);
-    if (d != deleted_.end() && d->second == uid_of(e.object)) deleted_.erase(d);
+    if (d != deleted_.end() && d->second == uid) deleted_.erase(d);
+    if (uid.empty() || !gone_.insert(uid).second) return;
+    gone_order_.push_back(uid);
+    if (gone_order_.size() > kMaxGone) {
+      gone_.erase(gone_order_.front());
+      gone_order_.pop_front();
+    }
   });
 }
 
@@ -99,20 +114,27 @@ ObjectPtr HostView::get(const std::string& key) {
   }
   auto w = written_.find(key);
   if (w == written_.end()) return cached;
-  auto wrv = rv_number(w->second), crv = rv_number(cached);
-  if (cached && (!wrv || !crv || *crv >= *wrv)) {
+  auto wrv = rv_number(w->second.object), crv = rv_number(cached);
+  if ((cached && (!wrv || !crv || *crv >= *wrv)) ||
+      std::chrono::steady_clock::now() - w->second.at > kWrittenTtl) {
     written_.erase(w);
     return cached;
   }
-  return w->second;
+  return w->second.object;
 }
 
 void HostView::wrote(const std::string& key, json object) {
   if (auto m = object.find("metadata"); m != object.end() && m->is_object())
     m->erase("managedFields");
+  auto obj = std::make_shared<const json>(std::move(object));
   std::lock_guard lock(mu_);
   deleted_.erase(key);
-  written_[key] = std::make_shared<const json>(std::move(object));
+  if (gone_.count(uid_of(obj))) {
+    // The watch delivered the deletion before this answer arrived.
+    written_.erase(key);
+    return;
+  }
+  written_[key] = Written{std::move(obj), std::chrono::steady_clock::now()};
 }
 
 void HostView::deleted(const std::string& key, const std::string& uid) {
@@ -158,6 +180,8 @@ SyncerImpl::SyncerImpl(SyncerOptions options, std::unique_ptr<hostclient::Client
   events.reconcile = [this](const std::string& k) { return reconcile_event(k); };
   nodes.name = "nodes";
   nodes.reconcile = [this](const std::string& k) { return reconcile_node(k); };
+  tokens.name = "tokens";
+  tokens.reconcile = [this](const std::string& k) { return reconcile_token(k); };
 }
 
 SyncerImpl::~SyncerImpl() {
@@ -219,8 +243,12 @@ void SyncerImpl::attach(apiserver::ApiServer& tenant, controllers::Informers& in
     queue_origin(configmaps, e);
   });
   h_secrets->informer.on_event([this](const controllers::ObjectEvent& e) {
-    // Service account credentials belong to pods, not to a tenant Secret.
-    if (e.object->value("type", "") == kApiAccessType) return;
+    // Service account credentials belong to pods, not to a tenant Secret:
+    // the tokens loop sees whether a pod still runs as their account.
+    if (e.object->value("type", "") == kApiAccessType) {
+      if (auto o = names_.token_origin(*e.object)) tokens.queue.add(o->ns + "/" + o->name);
+      return;
+    }
     queue_origin(secrets, e);
   });
   h_services->informer.on_event(
@@ -296,8 +324,10 @@ bool SyncerImpl::referenced(const char* plural, const std::string& key) {
 }
 
 void SyncerImpl::on_tenant_pod(const controllers::ObjectEvent& e) {
-  pods.queue.add(e.key);
   const std::string ns = ns_of(e.key);
+  // The last pod of a service account takes its host credentials along.
+  if (e.type == controllers::EventType::kDeleted)
+    tokens.queue.add(ns + "/" + account_of(*e.object));
   Refs now;
   if (e.type != controllers::EventType::kDeleted) now = refs_of(*e.object);
   std::vector<std::string> cms, secs;
@@ -328,6 +358,8 @@ void SyncerImpl::on_tenant_pod(const controllers::ObjectEvent& e) {
   }
   for (const auto& k : cms) configmaps.queue.add(k);
   for (const auto& k : secs) secrets.queue.add(k);
+  // After the references are counted: the pod's reconcile may mount them.
+  pods.queue.add(e.key);
 }
 
 void SyncerImpl::on_host_pod(const controllers::ObjectEvent& e) {
@@ -519,6 +551,8 @@ void SyncerImpl::bootstrap() {
   while (!h_events->informer.wait_synced(std::chrono::milliseconds(200)))
     if (!sleep_for(std::chrono::milliseconds(1))) return;
   start_loop(events, o_.other_workers);
+  if (o_.resync_period.count() <= 0) return;
+  while (sleep_for(o_.resync_period)) resync();
 }
 
 void SyncerImpl::start_loop(Loop& loop, int workers) {
@@ -538,6 +572,23 @@ void SyncerImpl::requeue_all() {
   for (const auto& s : t_secrets->list()) secrets.queue.add(key_of(*s));
   for (const auto& s : t_services->list()) services.queue.add(key_of(*s));
   for (const auto& c : t_pvcs->list()) pvcs.queue.add(key_of(*c));
+}
+
+void SyncerImpl::resync() {
+  requeue_all();
+  const std::pair<Loop*, HostView*> copies[] = {{&pods, h_pods.get()},
+                                                {&configmaps, h_configmaps.get()},
+                                                {&services, h_services.get()},
+                                                {&pvcs, h_pvcs.get()}};
+  for (const auto& [loop, view] : copies)
+    for (const auto& obj : view->informer.list())
+      if (auto o = names_.origin(*obj)) loop->queue.add(o->ns + "/" + o->name);
+  for (const auto& obj : h_secrets->informer.list()) {
+    if (auto t = names_.token_origin(*obj))
+      tokens.queue.add(t->ns + "/" + t->name);
+    else if (auto o = names_.origin(*obj))
+      secrets.queue.add(o->ns + "/" + o->name);
+  }
 }
 
 void SyncerImpl::stop() {

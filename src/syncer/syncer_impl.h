@@ -4,15 +4,18 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "vkube/controllers/event_recorder.h"
@@ -34,8 +37,6 @@ using controllers::ObjectPtr;
 // only it) give a tenant Service the host's cluster IP.
 inline constexpr const char* kSyncerUser = "system:vkube:syncer";
 inline constexpr const char* kAnchorPrefix = "vkube-tenant-";
-// The type of the host Secrets holding service account credentials.
-inline constexpr const char* kApiAccessType = "vkube.io/api-access";
 
 // One kind on the host: its informer, and the syncer's own writes that the
 // informer has not delivered yet, so that a reconcile running right after a
@@ -48,13 +49,23 @@ class HostView {
   // The freshest of the cache and the recent writes; null when absent (or
   // deleted by the syncer and not yet gone from the cache).
   ObjectPtr get(const std::string& key);
+  // Records a write's answer. An answer about an object the informer has
+  // already seen deleted is dropped: a DELETE answered "terminating" after
+  // the host finished the pod (a fast kubelet) must not outlive the pod.
   void wrote(const std::string& key, json object);
   void deleted(const std::string& key, const std::string& uid);
 
  private:
+  struct Written {
+    ObjectPtr object;
+    std::chrono::steady_clock::time_point at;
+  };
   std::mutex mu_;
-  std::unordered_map<std::string, ObjectPtr> written_;
+  std::unordered_map<std::string, Written> written_;
   std::unordered_map<std::string, std::string> deleted_;  // key -> uid
+  // UIDs the informer delivered as deleted, the latest kMaxGone of them.
+  std::unordered_set<std::string> gone_;
+  std::deque<std::string> gone_order_;
 };
 
 // A work queue and its workers.
@@ -110,9 +121,13 @@ class SyncerImpl final : public Syncer {
   // A ConfigMap, Secret or claim `tpod` uses whose host name holds a host
   // object of another origin (described), else nullopt.
   std::optional<std::string> foreign_reference(const json& tpod);
-  // The host Secret with the credentials of tenant service account ns/sa
-  // (created once; its name in *secret).
+  // sync_tokens.cpp. The host Secret with the credentials of tenant service
+  // account ns/sa (created once; its name in *secret).
   Status ensure_api_access(const std::string& ns, const std::string& sa, std::string* secret);
+  // Key "ns/sa": deletes the account's host Secret once no tenant pod runs as it.
+  Status reconcile_token(const std::string& key);
+  static std::string account_of(const json& pod);
+  bool account_in_use(const std::string& ns, const std::string& sa) const;
   // sync_objects.cpp (ConfigMaps and Secrets a pod uses; Services)
   Status reconcile_config(const char* plural, const std::string& key);
   Status reconcile_service(const std::string& key);
@@ -139,9 +154,9 @@ class SyncerImpl final : public Syncer {
   const controllers::Lister* t_serviceaccounts = nullptr;
   // Host views.
   std::unique_ptr<HostView> h_pods, h_configmaps, h_secrets, h_services, h_nodes, h_pvcs, h_events;
-  Loop pods, configmaps, secrets, services, nodes, pvcs, events;
+  Loop pods, configmaps, secrets, services, nodes, pvcs, events, tokens;
   std::vector<Loop*> loops() {
-    return {&pods, &configmaps, &secrets, &services, &nodes, &pvcs, &events};
+    return {&pods, &configmaps, &secrets, &services, &nodes, &pvcs, &events, &tokens};
   }
   std::vector<HostView*> views() {
     return {h_pods.get(),  h_configmaps.get(), h_secrets.get(), h_services.get(),
@@ -156,6 +171,10 @@ class SyncerImpl final : public Syncer {
   void on_host_pod(const controllers::ObjectEvent& e);
   void queue_origin(Loop& loop, const controllers::ObjectEvent& e);
   void requeue_all();
+  // Every key of both sides, as client-go's resync: what a lost event left
+  // undone (a host object whose tenant object is gone, a pod left
+  // Terminating) is done at the latest one period later.
+  void resync();
   bool sleep_for(std::chrono::milliseconds d);
 
   SyncerOptions o_;
@@ -172,7 +191,8 @@ class SyncerImpl final : public Syncer {
   bool started_ = false;  // start() called: the tenant's informers are listed
   std::atomic<bool> ready_{false};
   std::thread bootstrap_;
-  json owner_;  // guarded by mu_
+  json owner_;            // guarded by mu_
+  std::mutex tokens_mu_;  // orders token Secret creates and deletes
   // Pod references (tenant pod key -> what it uses; "ns/name" -> users).
   std::unordered_map<std::string, Refs> pod_refs_;
   std::unordered_map<std::string, int> configmap_users_, secret_users_;

@@ -20,6 +20,10 @@ inline constexpr std::string_view kTenantLabel = "vkube.io/tenant";
 inline constexpr std::string_view kNamespaceLabel = "vkube.io/tenant-namespace";
 inline constexpr std::string_view kNameAnnotation = "vkube.io/tenant-name";
 inline constexpr std::string_view kUidAnnotation = "vkube.io/tenant-uid";
+// The host Secrets holding a tenant service account's credentials (its
+// token for the tenant's API), and the service account they belong to.
+inline constexpr std::string_view kApiAccessType = "vkube.io/api-access";
+inline constexpr std::string_view kServiceAccountAnnotation = "vkube.io/tenant-serviceaccount";
 
 // A tenant object a host object stands for.
 struct Origin {
@@ -49,6 +53,17 @@ class NameMapper {
   // `host` stands for an earlier object of the same name: its recorded UID
   // is not the tenant object's.
   bool stale(const nlohmann::json& host, const nlohmann::json& tenant_obj) const;
+
+  // The host Secret with tenant service account ns/sa's credentials:
+  // "<host_name(ns, sa)>.sa-token" (no tenant object maps to a name with a
+  // dot after the tenant or the hash, so it meets no copied object).
+  std::string token_secret_name(std::string_view ns, std::string_view sa) const;
+  // The service account (ns, name; no uid) whose credentials `host` holds:
+  // this tenant's labels, the credentials type, and a name that is
+  // token_secret_name of the account it records (an annotation; read from
+  // the name itself for Secrets made before the annotation). nullopt for
+  // anything else, so nothing foreign is taken for a token Secret.
+  std::optional<Origin> token_origin(const nlohmann::json& host) const;
 
  private:
   std::string tenant_;

@@ -69,6 +69,9 @@ struct SyncerOptions {
   // starts with one thread and adds more while keys wait.
   int pod_workers = 16;
   int other_workers = 4;  // per other kind
+  // Every object of both sides is reconciled again this often (0: never),
+  // so an event lost on the way is made up for.
+  std::chrono::milliseconds resync_period = std::chrono::minutes(1);
 };
 
 // Counters for tests, benchmarks and /metrics.
