@@ -62,8 +62,13 @@ not_run=(
 
 work="$(mktemp -d /tmp/vkube-outside-kubectl.XXXXXX)"
 keep="${KEEP:-false}"
-$keep || trap 'outside::cleanup; rm -rf "$work"' EXIT
+if $keep; then
+  trap 'outside::cleanup; rm -f "$work/vkube"' EXIT
+else
+  trap 'outside::cleanup; rm -rf "$work"' EXIT
+fi
 printf 'admin-token,admin,admin,"system:masters"\n' >"$work/tokens.csv"
+outside::snapshot_binary "$work"
 per_test="${PER_TEST_TIMEOUT:-180}"
 echo "kubectl-cmd: ${#functions[@]} functions, kubectl $(kubectl version --client -o json | jq -r .clientVersion.gitVersion)"
 echo "kubectl-cmd: vkube $("$VKUBE" version 2>/dev/null | head -1), git $(git -C "$OUTSIDE_ROOT" rev-parse --short HEAD)"

@@ -14,6 +14,18 @@ export PATH="$OUTSIDE_ROOT/.tools/bin:$PATH"
 
 OUTSIDE_PIDS=()
 
+# Copies the vkube binary into DIR and uses the copy: others may relink
+# build/vkube while a suite runs (a half-written binary fails every tenant).
+outside::snapshot_binary() {
+  local dir="$1"
+  if [ ! -s "$VKUBE" ] || [ ! -x "$VKUBE" ]; then
+    echo "outside: $VKUBE is missing or empty (being linked?); build it first" >&2
+    return 2
+  fi
+  cp "$VKUBE" "$dir/vkube"
+  VKUBE="$dir/vkube"
+}
+
 # Kills what this runner started (by id, children first), on every exit path.
 outside::cleanup() {
   local pid

@@ -46,7 +46,12 @@ if [ ! -d "$upstream/e2e_test" ]; then
 fi
 
 work="$(mktemp -d /tmp/vkube-outside-py.XXXXXX)"
-$keep || trap 'outside::cleanup; rm -rf "$work"' EXIT
+if $keep; then
+  trap 'outside::cleanup; rm -f "$work/vkube"' EXIT
+else
+  trap 'outside::cleanup; rm -rf "$work"' EXIT
+fi
+outside::snapshot_binary "$work"
 cp -r "$upstream/e2e_test" "$work/e2e_test"
 # Setup adaptation: the import path of the tests' own package.
 sed -i 's/from kubernetes\.e2e_test import/from e2e_test import/' "$work"/e2e_test/*.py
