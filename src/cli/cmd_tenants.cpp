@@ -235,6 +235,31 @@ std::string pod_state(Client& host, const std::string& ns) {
   return s;
 }
 
+// Why the control plane will not answer when its process keeps exiting (a
+// crash loop: its address taken, its data unreadable): its restarts, last
+// exit code and the end of its previous run's log. "" otherwise.
+std::string crash_loop(Client& host, const std::string& ns) {
+  constexpr int kRestarts = 3;  // the restart back-off makes them ~7 s apart by then
+  json pod = control_plane_pod(host, ns);
+  if (!pod.is_object()) return "";
+  for (const json& c : pod["status"].value("containerStatuses", json::array())) {
+    const int restarts = c.value("restartCount", 0);
+    const int code = c.value("lastState", json::object())
+                         .value("terminated", json::object())
+                         .value("exitCode", 0);
+    if (restarts < kRestarts || code == 0) continue;
+    std::string why = "its control plane keeps exiting (" + std::to_string(restarts) +
+                      " restarts, last exit code " + std::to_string(code) + ")";
+    auto log = host.call(
+        "GET", "/api/v1/namespaces/" + ns + "/pods/" + str_at(pod, {"metadata", "name"}) +
+                   "/log?container=" + c.value("name", "") + "&previous=true&tailLines=1");
+    std::string last = log.ok() ? log.message() : "";
+    while (!last.empty() && (last.back() == '\n' || last.back() == '\r')) last.pop_back();
+    return last.empty() ? why : why + ": " + last;
+  }
+  return "";
+}
+
 // Waits for the Secret and for /readyz, writing the kubeconfig to `out`.
 // The Secret and the tenant's address are read again every half second
 // while it does not answer (a restarted pod may have a new address).
@@ -253,6 +278,10 @@ Status await_tenant(Client& host, const std::string& ns, const std::string& serv
       } else if (config.status().code() != Code::kNotFound) {
         return config.status();
       }
+      // Fails at once rather than at the deadline when it cannot come up.
+      if (std::string why = crash_loop(host, ns); !why.empty())
+        return Status::unavailable("the tenant cannot start: " + why + "; see kubectl -n " + ns +
+                                   " logs vkube-0 --previous");
     }
     if (tenant && tenant->call("GET", "/readyz").code == 200) return Status::ok();
     if (Clock::now() >= deadline)
