@@ -3,8 +3,12 @@
 // LoadBalancer Services get an address, a missing Secret volume holds its
 // pod as a kubelet would, killing `vkube up` takes its processes with it,
 // and two embedded hosts on one machine keep apart.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -319,6 +323,50 @@ TEST_CASE("two vkube up on one machine give their tenants different addresses",
     ::kill(u->proc->pid(), SIGINT);
     u->proc->wait_for(seconds(30));
   }
+}
+
+// The loopback slot the host of `data_dir` holds (its lock file names it); 0: none.
+int slot_of(const std::string& data_dir) {
+  std::error_code ec;
+  for (const auto& f : std::filesystem::directory_iterator("/tmp/vkube-loopback-slots", ec))
+    if (read_file(f.path().string()) == data_dir) return std::stoi(f.path().stem().string());
+  return 0;
+}
+
+// A listener on `ip`:`port` that takes the address from whoever comes next; -1 on failure.
+int occupy(const std::string& ip, int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  if (fd < 0 || inet_pton(AF_INET, ip.c_str(), &a.sin_addr) != 1 ||
+      ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, 4) != 0) {
+    if (fd >= 0) ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+TEST_CASE("vkube create fails fast, saying why, when the tenant's process keeps exiting",
+          "[e2e][embedded]") {
+  Cluster host(Cluster::Host{});
+  const int slot = slot_of(host.dir() + "/data");
+  REQUIRE(slot > 0);
+  // Something else holds the address its control plane would listen on (on any of the 4 nodes).
+  std::vector<int> held;
+  for (int node = 0; node < 4; ++node) {
+    int fd = occupy("127." + std::to_string(slot) + "." + std::to_string(node) + ".2", 6443);
+    REQUIRE(fd >= 0);
+    held.push_back(fd);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  Result created =
+      host.run({VKUBE_BINARY, "create", "blocked", "--kubeconfig", host.kubeconfig()}, seconds(60));
+  for (int fd : held) ::close(fd);
+  INFO(created);
+  CHECK_THAT(created, FailedWith("the tenant cannot start: its control plane keeps exiting"));
+  CHECK_THAT(created, FailedWith("address already in use"));
+  CHECK(std::chrono::steady_clock::now() - start < seconds(40));  // not the 120 s deadline
 }
 
 }  // namespace
