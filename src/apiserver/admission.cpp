@@ -171,7 +171,7 @@ namespace {
 // The labels a namespaceSelector is matched against: the namespace's, or for a Namespace
 // itself, its own (kube matches a namespace by its own labels).
 json selector_namespace_labels(Context& c, const AdmissionRequest& r, const json& ns_obj) {
-  if (c.resource().gv.group.empty() && c.resource().plural == "namespaces") {
+  if (c.kind.strategy.is_namespace) {
     const json& obj = r.object.is_object() ? r.object : r.old_object;
     return at(at(obj, "metadata"), "labels");
   }
@@ -193,7 +193,7 @@ bool object_selector_matches(const api::LabelSelector& s, const AdmissionRequest
 bool namespace_selector_matches(Context& c, const api::LabelSelector& s,
                                 const AdmissionRequest& r, const json& ns_obj) {
   if (s.empty()) return true;
-  const bool is_namespace = c.resource().gv.group.empty() && c.resource().plural == "namespaces";
+  const bool is_namespace = c.kind.strategy.is_namespace;
   if (!c.resource().namespaced && !is_namespace) return true;
   return labels_match(s, selector_namespace_labels(c, r, ns_obj));
 }

@@ -14,43 +14,14 @@ namespace vkube::apiserver {
 
 namespace {
 
-// The status an object starts with (the kinds' PrepareForCreate).
-void reset_status(const api::Resource& r, json& obj) {
-  if (!r.status_subresource) return;
-  if (r.is_custom) {
+// The status an object starts with (the kind's PrepareForCreate).
+void reset_status(const Kind& k, json& obj) {
+  if (!k.resource.status_subresource) return;
+  if (k.resource.is_custom) {
     obj.erase("status");  // kube drops a custom resource's status on create
     return;
   }
-  if (!r.gv.group.empty() || r.plural == "replicationcontrollers") {
-    obj["status"] = json::object();
-  } else if (r.plural == "pods") {
-    obj["status"] = {{"phase", "Pending"}};
-  } else if (r.plural == "services") {
-    obj["status"] = {{"loadBalancer", json::object()}};
-  } else if (r.plural == "persistentvolumeclaims" || r.plural == "persistentvolumes") {
-    obj["status"] = {{"phase", "Pending"}};
-  } else if (r.plural == "namespaces") {
-    obj["status"] = {{"phase", "Active"}};
-  }
-  // Nodes, quotas and volume attachments keep what their writer reports.
-}
-
-std::string pod_qos_class(const json& pod) {
-  bool any = false, guaranteed = true;
-  auto spec = pod.value("spec", json::object());
-  for (const char* list : {"containers", "initContainers"}) {
-    for (const json& ctr : spec.value(list, json::array())) {
-      json res = ctr.value("resources", json::object());
-      json req = res.value("requests", json::object());
-      json lim = res.value("limits", json::object());
-      for (const char* r : {"cpu", "memory"}) {
-        if (req.contains(r) || lim.contains(r)) any = true;
-        if (!lim.contains(r) || (req.contains(r) && req[r] != lim[r])) guaranteed = false;
-      }
-    }
-  }
-  if (!any) return "BestEffort";
-  return guaranteed ? "Guaranteed" : "Burstable";
+  if (k.strategy.reset_status) k.strategy.reset_status(obj);
 }
 
 // The 201 answer of a create as the stored bytes with their resourceVersion
@@ -77,11 +48,12 @@ http::Response handle_create(Context& c) {
   return create_object(c, std::move(decoded).value(), true, true);
 }
 
-bool create_may_defer(Server& s, const api::Resource& r) {
-  const bool core = r.gv.group.empty();
-  return !(core && r.plural == "services") &&
-         !(core && r.plural == "pods" && s.gpu_quota() != nullptr) &&
-         r.plural != "customresourcedefinitions";
+bool create_may_defer(Server& s, const Kind& k) {
+  const builtin::Strategy& st = k.strategy;
+  // A kind stored in another version than served answers with a conversion, not the stored bytes.
+  const bool converted = st.convert && st.storage_version != k.resource.gv.version;
+  return !st.allocates_cluster_ips && !(st.gpu_quota_counted && s.gpu_quota() != nullptr) &&
+         !st.defines_kinds && !converted;
 }
 
 http::Response create_object(Context& c, json obj, bool track, bool may_defer) {
@@ -115,9 +87,9 @@ http::Response create_object(Context& c, json obj, bool track, bool may_defer) {
   if (c.kind.has_generation) meta["generation"] = 1;
   else meta.erase("generation");
   if (auto err = admit_custom_create(c.kind)) return error_response(*err);
-  reset_status(r, obj);
+  reset_status(c.kind, obj);
   apply_kind_defaults(c.kind, obj);
-  if (r.plural == "pods" && r.gv.group.empty()) obj["status"]["qosClass"] = pod_qos_class(obj);
+  if (c.kind.strategy.computed_on_create) c.kind.strategy.computed_on_create(obj);
   if (track) track_fields(c, nullptr, obj);
 
   if (auto err = admit_runtime_class(c, obj)) return error_response(*err);
@@ -141,7 +113,7 @@ http::Response create_object(Context& c, json obj, bool track, bool may_defer) {
                        write_options(c, "CreateOptions")};
     if (auto err = c.server.admission().validate(c, a)) return error_response(*err);
   }
-  if (r.plural == "services" && r.gv.group.empty()) {
+  if (c.kind.strategy.allocates_cluster_ips) {
     if (auto err = c.server.service_ips().assign(obj, c.dry_run())) return error_response(*err);
   }
   // Last, as kube runs ResourceQuota after every other admission plugin.
@@ -157,7 +129,7 @@ http::Response create_object(Context& c, json obj, bool track, bool may_defer) {
                              str_at(obj, "apiVersion") == r.gv.api_version() &&
                              str_at(obj, "kind") == r.kind;
   // The handler's thread need not wait for the commit.
-  if (may_defer && answer_stored && create_may_defer(c.server, r)) {
+  if (may_defer && answer_stored && create_may_defer(c.server, c.kind)) {
     auto stored = std::make_shared<const std::string>(encode_for_storage(obj));
     auto deferred = std::make_shared<http::DeferredResponse>();
     c.server.backend().create_async(
@@ -182,7 +154,7 @@ http::Response create_object(Context& c, json obj, bool track, bool may_defer) {
   std::string stored = encode_for_storage(obj);
   auto kv = c.server.backend().create(c.key(name), stored);
   if (!kv.is_ok()) {
-    if (r.plural == "services" && r.gv.group.empty()) c.server.service_ips().release(obj);
+    if (c.kind.strategy.allocates_cluster_ips) c.server.service_ips().release(obj);
     release_gpu_quota(c, obj);
     return error_response(storage_error(c, kv.status(), name));
   }

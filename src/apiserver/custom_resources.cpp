@@ -14,9 +14,8 @@ namespace vkube::apiserver {
 
 namespace {
 
-bool is_crd(const api::Resource& r) {
-  return r.plural == "customresourcedefinitions" && r.gv.group == "apiextensions.k8s.io";
-}
+// The CRD kind itself: its writes define the custom kinds.
+bool is_crd(const Kind& k) { return k.strategy.defines_kinds; }
 
 const json* schema_of(const Kind& k) {
   if (!k.custom || !k.custom->schema.is_object()) return nullptr;
@@ -28,7 +27,7 @@ const json* schema_of(const Kind& k) {
 void apply_kind_defaults(const Kind& k, json& obj) {
   if (!k.resource.is_custom) {
     builtin::apply_defaults(k.resource, obj);
-    if (is_crd(k.resource)) crd::apply_definition_defaults(obj);
+    if (is_crd(k)) crd::apply_definition_defaults(obj);
     return;
   }
   if (const json* s = schema_of(k)) crd::apply_defaults(*s, obj);
@@ -37,7 +36,7 @@ void apply_kind_defaults(const Kind& k, json& obj) {
 void validate_kind(const Kind& k, const json& obj, const json* old, FieldErrors& errs) {
   if (!k.resource.is_custom) {
     builtin::validate(k.resource, obj, old, errs);
-    if (is_crd(k.resource)) crd::validate_definition(obj, old, errs);
+    if (is_crd(k)) crd::validate_definition(obj, old, errs);
     if (k.resource.gv.group == "admissionregistration.k8s.io")
       admission::check_expressions(k.resource.kind, obj, old, &errs, nullptr);
     return;
@@ -55,7 +54,7 @@ std::vector<std::string> prune_custom(const Kind& k, json& obj) {
 }
 
 std::vector<std::string> kind_warnings(const Kind& k, const json& obj) {
-  if (is_crd(k.resource)) return crd::definition_warnings(obj);
+  if (is_crd(k)) return crd::definition_warnings(obj);
   std::vector<std::string> warnings;
   if (k.resource.gv.group == "admissionregistration.k8s.io")
     admission::check_expressions(k.resource.kind, obj, nullptr, nullptr, &warnings);
@@ -64,6 +63,7 @@ std::vector<std::string> kind_warnings(const Kind& k, const json& obj) {
 
 void to_storage_version(const Kind& k, json& obj) {
   if (k.custom) obj["apiVersion"] = crd::storage_api_version(k.resource, *k.custom);
+  else if (k.strategy.convert) builtin::convert_to(k.strategy, obj, k.strategy.storage_version);
 }
 
 std::optional<ApiError> admit_custom_create(const Kind& k) {

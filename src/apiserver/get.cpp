@@ -8,7 +8,10 @@ namespace vkube::apiserver {
 Result<json> read_object(Context& c, const std::string& name) {
   auto kv = c.server.backend().get(c.key(name));
   if (!kv.is_ok()) return kv.status();
-  return decode_stored(*kv);
+  auto obj = decode_stored(*kv);
+  // Writes start from the object in the version the request is served in.
+  if (obj.is_ok()) builtin::convert_to(c.kind.strategy, *obj, c.resource().gv.version);
+  return obj;
 }
 
 http::Response handle_get(Context& c) {

@@ -190,7 +190,8 @@ Result<ListOutput> list_objects(Context& c, const ListQuery& q, bool raw) {
     }
     out.revision = page->revision;
     for (const auto& kv : page->items) {
-      if (raw && !filtering) {
+      // A kind converted between versions is decoded to show each item converted.
+      if (raw && !filtering && !c.kind.strategy.convert) {
         if (auto spliced = splice_resource_version(kv.value, kv.mod_revision)) {
           out.raw_items.push_back(std::move(*spliced));
           continue;
@@ -199,6 +200,7 @@ Result<ListOutput> list_objects(Context& c, const ListQuery& q, bool raw) {
       }
       auto obj = decode_stored(kv);
       if (!obj.is_ok()) return obj.status();
+      builtin::convert_to(c.kind.strategy, *obj, c.resource().gv.version);
       if (!filtering || matches(q, *obj)) out.items.push_back(std::move(obj).value());
     }
     if (page->continue_token.empty()) break;

@@ -16,12 +16,12 @@ struct Replicas {
   std::string selector;
 };
 
-Replicas builtin_replicas(const api::Resource& r, const json& obj) {
+Replicas builtin_replicas(const builtin::Kind& k, const json& obj) {
   json spec = obj.value("spec", json::object());
   json status = obj.value("status", json::object());
   Replicas out{spec.value("replicas", int64_t{0}), status.value("replicas", int64_t{0}), ""};
   if (!spec.contains("selector")) return out;
-  if (r.plural == "replicationcontrollers") {
+  if (k.strategy.map_selector) {
     // An RC's selector is a plain map.
     for (auto it = spec["selector"].begin();
          spec["selector"].is_object() && it != spec["selector"].end(); ++it)
@@ -55,7 +55,7 @@ json to_scale(const builtin::Kind& k, const json& obj) {
                      {"resourceVersion", meta.value("resourceVersion", "")},
                      {"creationTimestamp", meta.value("creationTimestamp", "")}};
   if (meta.contains("namespace")) scale_meta["namespace"] = meta["namespace"];
-  Replicas r = k.custom ? custom_replicas(*k.custom, obj) : builtin_replicas(k.resource, obj);
+  Replicas r = k.custom ? custom_replicas(*k.custom, obj) : builtin_replicas(k, obj);
   json s = {{"kind", "Scale"},
             {"apiVersion", "autoscaling/v1"},
             {"metadata", scale_meta},

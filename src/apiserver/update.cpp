@@ -15,9 +15,7 @@ namespace {
 constexpr std::string_view kSyncerUser = "system:vkube:syncer";
 
 bool adopts_host_ip(const Context& c, const json& cur, const json& next) {
-  if (c.user.name != kSyncerUser || c.resource().plural != "services" ||
-      !c.resource().gv.group.empty())
-    return false;
+  if (c.user.name != kSyncerUser || !c.kind.strategy.allocates_cluster_ips) return false;
   const std::string before = str_at(cur.value("spec", json::object()), "clusterIP");
   const std::string after = str_at(next.value("spec", json::object()), "clusterIP");
   return !before.empty() && !after.empty() && before != after && before != "None" &&
@@ -69,6 +67,8 @@ http::Response guaranteed_update(Context& c, const Transform& transform, const F
     json& meta = next["metadata"];
 
     const std::string cur_rv = str_at(cur["metadata"], "resourceVersion");
+    // "0" is no precondition: kube's store reads it as unset (an unconditional update).
+    if (str_at(meta, "resourceVersion") == "0") meta.erase("resourceVersion");
     const std::string want_rv = str_at(meta, "resourceVersion");
     if (!want_rv.empty() && want_rv != cur_rv)
       return error_response(storage_error(c, Status::conflict(""), name));

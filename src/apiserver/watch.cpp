@@ -378,6 +378,9 @@ void WatchDispatcher::tick_all() {
 }
 
 std::string WatchDispatcher::encode_object(const WatchSpec& spec, const char* type, json obj) {
+  // A built-in kind stored in another version is shown in the one watched.
+  if (spec.kind && std::string_view(type) != "ERROR")
+    builtin::convert_to(spec.kind->strategy, obj, spec.kind->resource.gv.version);
   json out_obj;
   if (spec.table && std::string_view(type) != "ERROR") {
     out_obj = make_table(*spec.kind, {obj}, spec.include,

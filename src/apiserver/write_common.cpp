@@ -2,7 +2,6 @@
 #include "authz.h"
 #include "custom_resources.h"
 #include "codec.h"
-#include "decode_error.h"
 #include "vkube/schema/validation.h"
 #include "object.h"
 #include "server_impl.h"
@@ -16,15 +15,6 @@ Result<json> decode_body(Context& c) {
   std::vector<std::string> duplicates;  // noted while parsing, unless they are ignored
   auto decoded = decode_request_body(c.req, c.resource().is_custom,
                                      notes_duplicates(c) ? &duplicates : nullptr);
-  // A body that is not a JSON object gets kube's transformDecodeError words
-  // (built-in kinds; kubectl create --raw sends YAML labelled as JSON).
-  const bool json_refused = !decoded.is_ok() && decoded.status().code() == Code::kBadRequest &&
-                            decoded.status().message().starts_with("the body of the request");
-  if (json_refused || (decoded.is_ok() && !decoded->is_object())) {
-    if (!c.resource().is_custom)
-      if (auto msg = unrecognized_body_message(c.resource().kind, c.req.body))
-        return Status::bad_request(*msg);
-  }
   if (!decoded.is_ok()) return decoded.status();
   json obj = std::move(*decoded);
   if (!obj.is_object()) return Status::bad_request("the request body must be a JSON object");
@@ -208,6 +198,7 @@ std::optional<ApiError> admit_namespace(Context& c, const std::string& ns,
 }
 
 http::Response object_response(Context& c, int code, json obj) {
+  builtin::convert_to(c.kind.strategy, obj, c.resource().gv.version);
   if (wants_table(c.req.header("Accept"))) {
     auto include = parse_include_object(c.param("includeObject").value_or(""));
     json meta = {{"resourceVersion", str_at(obj["metadata"], "resourceVersion")}};
@@ -246,16 +237,13 @@ json without(const json& obj, std::initializer_list<const char*> keys) {
   return copy;
 }
 
-bool being_deleted_and_finalized(const json& obj) {
+bool being_deleted_and_finalized(const Kind& k, const json& obj) {
   const json& meta = obj["metadata"];
   if (!meta.contains("deletionTimestamp")) return false;
   if (meta.contains("finalizers") && meta["finalizers"].is_array() && !meta["finalizers"].empty())
     return false;
   // Namespaces also wait for spec.finalizers (the namespace controller's).
-  if (obj.contains("spec") && obj["spec"].is_object() && obj["spec"].contains("finalizers") &&
-      obj["kind"] == "Namespace" && !obj["spec"]["finalizers"].empty())
-    return false;
-  return true;
+  return !(k.strategy.held_by_own_finalizers && k.strategy.held_by_own_finalizers(obj));
 }
 
 }  // namespace
@@ -279,11 +267,9 @@ void prepare_update(Context& c, const json& cur, json& next) {
       if (cur.contains("status")) next["status"] = cur["status"];
       else next.erase("status");
     }
-    if (c.resource().plural == "namespaces" && c.resource().gv.group.empty()) {
-      // spec.finalizers changes only through /finalize.
-      if (cur.contains("spec")) next["spec"] = cur["spec"];
-    }
+    if (c.kind.strategy.prepare_for_update) c.kind.strategy.prepare_for_update(cur, next);
   }
+  if (c.kind.strategy.normalize_status) c.kind.strategy.normalize_status(next);
   json& m = next["metadata"];
   const json& cm = cur["metadata"];
   for (const char* k : {"uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
@@ -330,7 +316,7 @@ Result<std::optional<json>> commit_update(Context& c, const std::string& key, co
     for (auto& w : kind_warnings(c.kind, next))
       if (std::find(c.warnings.begin(), c.warnings.end(), w) == c.warnings.end())
         c.warnings.push_back(std::move(w));
-  if (being_deleted_and_finalized(next)) {
+  if (being_deleted_and_finalized(c.kind, next)) {
     if (c.dry_run()) return std::optional<json>();
     auto kv = b.remove(key, expected);
     if (!kv.is_ok()) return kv.status();
@@ -338,7 +324,14 @@ Result<std::optional<json>> commit_update(Context& c, const std::string& key, co
   }
   // As kube's storage does, a write that changes nothing is not made: the
   // object keeps its resourceVersion and watchers see no event.
-  if (unchanged(cur, next)) return std::optional<json>(cur);
+  if (c.kind.strategy.convert) {
+    // `cur` was read in the version served; the comparison is in the stored one.
+    json stored = cur;
+    builtin::convert_to(c.kind.strategy, stored, c.kind.strategy.storage_version);
+    if (unchanged(stored, next)) return std::optional<json>(cur);
+  } else if (unchanged(cur, next)) {
+    return std::optional<json>(cur);
+  }
   if (c.dry_run()) {
     // Nothing is written, so the object keeps the revision it has.
     next["metadata"]["resourceVersion"] = std::to_string(expected);

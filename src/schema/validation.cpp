@@ -63,7 +63,10 @@ void walk(const Message& m, J& v, std::string& path, std::vector<std::string>& o
   }
   const size_t mark = path.size();
   for (auto it = v.begin(); it != v.end();) {
-    if (depth == 0 && (it.key() == "apiVersion" || it.key() == "kind")) {
+    // Every kind's Go type embeds TypeMeta, also where another kind holds it
+    // (a StatefulSet's volumeClaimTemplates are full PersistentVolumeClaims);
+    // templates that are not kinds (a CronJob's jobTemplate) have none.
+    if ((depth == 0 || !m.kind.empty()) && (it.key() == "apiVersion" || it.key() == "kind")) {
       ++it;
       continue;
     }

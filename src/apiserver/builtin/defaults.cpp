@@ -292,7 +292,15 @@ void apply_defaults(const api::Resource& r, json& obj) {
   } else if (g == "discovery.k8s.io") {
     default_endpoint_slice(obj);
   } else if (g == "autoscaling") {
-    if (json* spec = ensure_object(obj, "spec")) set_default(*spec, "minReplicas", 1);
+    json* spec = ensure_object(obj, "spec");
+    if (spec != nullptr) set_default(*spec, "minReplicas", 1);
+    // v2: no metric means 80 % CPU utilization (v1 says so by leaving its target unset).
+    if (spec != nullptr && r.gv.version == "v2" && 
+        (absent(*spec, "metrics") || (get_array(*spec, "metrics") && (*spec)["metrics"].empty())))
+      (*spec)["metrics"] = json::array({{{"type", "Resource"},
+                                         {"resource", {{"name", "cpu"},
+                                                       {"target", {{"type", "Utilization"},
+                                                                   {"averageUtilization", 80}}}}}}});
   } else if (g == "apiextensions.k8s.io") {
     if (json* spec = ensure_object(obj, "spec")) {
       if (json* conversion = ensure_object(*spec, "conversion")) {

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "field_errors.h"
+#include "strategy.h"
 #include "vkube/api/resource.h"
 
 namespace vkube::apiserver::crd {
@@ -34,6 +35,8 @@ struct Kind {
   // the request (the access reviews), or acts on another kind (bindings).
   // Verbs: create only.
   bool create_only = false;
+  // What the kind does beyond the generic store (builtin/strategy.h).
+  Strategy strategy;
   // Set for a kind served from a CustomResourceDefinition: its schema,
   // printer columns and scale paths (crd/definition.h).
   std::shared_ptr<const crd::CustomVersion> custom;

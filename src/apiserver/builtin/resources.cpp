@@ -176,6 +176,8 @@ std::vector<Kind> build() {
     k.return_deleted_object = row.return_deleted;
     k.create_only = row.create_only;
     r.columns = table_columns(r);
+    k.strategy = strategy_for(r);
+    if (k.create_only && k.strategy.handler == Handler::kStore) k.strategy.handler = Handler::kReview;
     kinds.push_back(std::move(k));
   }
   return kinds;
