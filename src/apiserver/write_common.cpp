@@ -2,6 +2,7 @@
 #include "authz.h"
 #include "custom_resources.h"
 #include "codec.h"
+#include "decode_error.h"
 #include "vkube/schema/validation.h"
 #include "object.h"
 #include "server_impl.h"
@@ -15,6 +16,15 @@ Result<json> decode_body(Context& c) {
   std::vector<std::string> duplicates;  // noted while parsing, unless they are ignored
   auto decoded = decode_request_body(c.req, c.resource().is_custom,
                                      notes_duplicates(c) ? &duplicates : nullptr);
+  // A body that is not a JSON object gets kube's transformDecodeError words
+  // (built-in kinds; kubectl create --raw sends YAML labelled as JSON).
+  const bool json_refused = !decoded.is_ok() && decoded.status().code() == Code::kBadRequest &&
+                            decoded.status().message().starts_with("the body of the request");
+  if (json_refused || (decoded.is_ok() && !decoded->is_object())) {
+    if (!c.resource().is_custom)
+      if (auto msg = unrecognized_body_message(c.resource().kind, c.req.body))
+        return Status::bad_request(*msg);
+  }
   if (!decoded.is_ok()) return decoded.status();
   json obj = std::move(*decoded);
   if (!obj.is_object()) return Status::bad_request("the request body must be a JSON object");
