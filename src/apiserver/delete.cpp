@@ -3,6 +3,7 @@
 
 #include "codec.h"
 #include "definition.h"
+#include "delete.h"
 #include "list_common.h"
 #include "object.h"
 #include "server_impl.h"
@@ -12,25 +13,22 @@ namespace vkube::apiserver {
 
 namespace {
 
+constexpr const char* kCrdCleanupFinalizer = crd::kCleanupFinalizer;
 
-struct DeleteOptions {
-  std::optional<int64_t> grace_period;
-  std::string propagation;  // Background, Foreground, Orphan or ""
-  std::string precondition_uid, precondition_rv;
-  bool orphan_dependents_false = false;  // orphanDependents: false, explicitly
-};
-
+// A DELETE's options: its DeleteOptions body, then the query parameters
+// (kube reads those only without a body; here they win, and a dryRun in
+// either makes the request a dry run).
 Result<DeleteOptions> parse_delete_options(Context& c) {
-  DeleteOptions o;
-  json body = json::object();
+  json body;
   if (!c.req.body.empty()) {
     auto decoded = decode_request_body(c.req, /*custom_resource=*/false);
     if (!decoded.is_ok()) return decoded.status();
     body = std::move(*decoded);
     if (!body.is_object()) return Status::bad_request("DeleteOptions must be an object");
   }
-  if (body.contains("gracePeriodSeconds") && body["gracePeriodSeconds"].is_number_integer())
-    o.grace_period = body["gracePeriodSeconds"].get<int64_t>();
+  auto parsed = delete_options_from(body);
+  if (!parsed.is_ok()) return parsed.status();
+  DeleteOptions o = std::move(parsed).value();
   if (auto g = c.param("gracePeriodSeconds")) {
     try {
       o.grace_period = std::stoll(*g);
@@ -38,11 +36,7 @@ Result<DeleteOptions> parse_delete_options(Context& c) {
       return Status::bad_request("gracePeriodSeconds must be an integer");
     }
   }
-  o.propagation = body.value("propagationPolicy", "");
   if (auto p = c.param("propagationPolicy")) o.propagation = *p;
-  if (body.value("orphanDependents", false)) o.propagation = "Orphan";
-  if (auto od = body.find("orphanDependents"); od != body.end() && od->is_boolean() && !od->get<bool>())
-    o.orphan_dependents_false = true;
   if (auto p = c.param("orphanDependents")) {
     if (*p == "true") o.propagation = "Orphan";
     if (*p == "false") o.orphan_dependents_false = true;
@@ -51,11 +45,22 @@ Result<DeleteOptions> parse_delete_options(Context& c) {
       o.propagation != "Orphan")
     return Status::invalid("propagationPolicy: Unsupported value: \"" + o.propagation +
                            "\": supported values: \"Foreground\", \"Background\", \"Orphan\"");
-  if (body.contains("preconditions") && body["preconditions"].is_object()) {
-    o.precondition_uid = body["preconditions"].value("uid", "");
-    o.precondition_rv = body["preconditions"].value("resourceVersion", "");
-  }
   return o;
+}
+
+// Parses the request's options into *out and checks its dryRun values (the
+// query's and the body's); the context then carries the body's dryRun to
+// every write the request makes.
+std::optional<ApiError> read_delete_options(Context& c, DeleteOptions* out) {
+  std::vector<std::string> query;
+  if (auto v = c.param("dryRun")) query.push_back(*v);
+  if (auto err = check_dry_run_values("DeleteOptions", query)) return err;
+  auto o = parse_delete_options(c);
+  if (!o.is_ok()) return ApiError(o.status());
+  if (auto err = check_dry_run_values("DeleteOptions", o->dry_run)) return err;
+  c.options_dry_run = !o->dry_run.empty();
+  *out = std::move(o).value();
+  return std::nullopt;
 }
 
 bool has_finalizer(const json& meta, std::string_view f) {
@@ -65,15 +70,40 @@ bool has_finalizer(const json& meta, std::string_view f) {
   return false;
 }
 
-// Outcome of deleting one object.
-struct Deleted {
-  json object;
-  bool gone = false;  // removed now (else marked for deletion: 202)
-};
+}  // namespace
+
+Result<DeleteOptions> delete_options_from(const json& body) {
+  DeleteOptions o;
+  if (body.is_null()) return o;
+  if (!body.is_object()) return Status::bad_request("DeleteOptions must be an object");
+  if (body.contains("gracePeriodSeconds") && body["gracePeriodSeconds"].is_number_integer())
+    o.grace_period = body["gracePeriodSeconds"].get<int64_t>();
+  o.propagation = body.value("propagationPolicy", "");
+  if (body.value("orphanDependents", false)) o.propagation = "Orphan";
+  if (auto od = body.find("orphanDependents"); od != body.end() && od->is_boolean() && !od->get<bool>())
+    o.orphan_dependents_false = true;
+  if (body.contains("preconditions") && body["preconditions"].is_object()) {
+    o.precondition_uid = body["preconditions"].value("uid", "");
+    o.precondition_rv = body["preconditions"].value("resourceVersion", "");
+  }
+  if (auto d = body.find("dryRun"); d != body.end() && !d->is_null()) {
+    std::vector<std::string> values;
+    if (d->is_array())
+      for (const json& v : *d)
+        if (v.is_string()) values.push_back(v.get<std::string>());
+    if (!d->is_array() || values.size() != d->size())
+      return Status::bad_request(
+          "json: cannot unmarshal " + std::string(d->is_array() ? "array element" : d->type_name()) +
+          " into Go struct field DeleteOptions.dryRun of type []string");
+    o.dry_run = std::move(values);
+  }
+  return o;
+}
 
 Result<Deleted> delete_one(Context& c, const std::string& ns, const std::string& name,
                            const DeleteOptions& o) {
   const std::string key = Registry::key(c.kind, ns, name);
+  const api::Resource& r = c.resource();
   // A conflict here is a write to the same object still being committed
   // (the read came from the watch cache): retry until it lands, as kube's
   // GuaranteedUpdate retries until its deadline, rather than answer 409 to
@@ -105,17 +135,23 @@ Result<Deleted> delete_one(Context& c, const std::string& ns, const std::string&
       nmeta["finalizers"].push_back("orphan");
       changed = true;
     }
-    // A kind may add a finalizer of its own when deletion starts: a CRD goes
-    // only after its custom resources (the CRD cleanup controller removes it).
-    const builtin::Strategy& st = c.kind.strategy;
-    if (st.deletion_finalizer != nullptr && !nmeta.contains("deletionTimestamp") &&
-        !has_finalizer(nmeta, st.deletion_finalizer)) {
-      nmeta["finalizers"].push_back(st.deletion_finalizer);
+    // A CRD goes only after its custom resources (kube's CRD storage adds
+    // the cleanup finalizer at deletion; the CRD cleanup controller removes it).
+    if (r.plural == "customresourcedefinitions" && r.gv.group == "apiextensions.k8s.io" &&
+        !nmeta.contains("deletionTimestamp") && !has_finalizer(nmeta, kCrdCleanupFinalizer)) {
+      nmeta["finalizers"].push_back(kCrdCleanupFinalizer);
       changed = true;
     }
     // Graceful deletion: a pod on a node lingers until its kubelet confirms.
-    const int64_t grace = st.grace_period ? st.grace_period(cur, o.grace_period) : 0;
-    const bool namespace_finalizers = st.held_by_own_finalizers && st.held_by_own_finalizers(cur);
+    int64_t grace = 0;
+    if (r.plural == "pods" && r.gv.group.empty() && !str_at(cur["spec"], "nodeName").empty() &&
+        str_at(cur["status"], "phase") != "Succeeded" && str_at(cur["status"], "phase") != "Failed") {
+      grace = o.grace_period.value_or(cur["spec"].value("terminationGracePeriodSeconds", int64_t{30}));
+      if (grace < 0) grace = 0;
+    }
+    const bool namespace_finalizers = r.plural == "namespaces" && r.gv.group.empty() &&
+                                      cur.contains("spec") && cur["spec"].is_object() &&
+                                      !cur["spec"].value("finalizers", json::array()).empty();
     const bool finalizers = nmeta.contains("finalizers") && nmeta["finalizers"].is_array() &&
                             !nmeta["finalizers"].empty();
     if (finalizers || grace > 0 || namespace_finalizers) {
@@ -123,7 +159,7 @@ Result<Deleted> delete_one(Context& c, const std::string& ns, const std::string&
         nmeta["deletionTimestamp"] = format_rfc3339(now_unix() + grace);
         nmeta["deletionGracePeriodSeconds"] = grace;
         if (c.kind.has_generation) nmeta["generation"] = nmeta.value("generation", int64_t{1}) + 1;
-        if (st.mark_terminating) st.mark_terminating(next);
+        if (r.plural == "namespaces" && r.gv.group.empty()) next["status"]["phase"] = "Terminating";
         changed = true;
       } else if (grace < nmeta.value("deletionGracePeriodSeconds", int64_t{0}) && grace >= 0 &&
                  o.grace_period) {
@@ -151,12 +187,14 @@ Result<Deleted> delete_one(Context& c, const std::string& ns, const std::string&
       if (kv.status().code() == Code::kConflict || kv.status().code() == Code::kNotFound) continue;
       return kv.status();
     }
-    if (st.allocates_cluster_ips) c.server.service_ips().release(cur);
+    if (r.plural == "services" && r.gv.group.empty()) c.server.service_ips().release(cur);
     meta["resourceVersion"] = std::to_string(kv->mod_revision);
     return Deleted{std::move(cur), true};
   }
   return Status::conflict("the object is being modified concurrently; please retry");
 }
+
+namespace {
 
 // Validating admission of a deletion: the object as it is now is the old object.
 std::optional<ApiError> admit_delete(Context& c, const std::string& ns, const std::string& name,
@@ -181,19 +219,18 @@ std::optional<ApiError> admit_delete(Context& c, const std::string& ns, const st
 
 http::Response handle_delete(Context& c) {
   if (!c.info.subresource.empty()) return error_response(method_not_supported(c.resource(), "delete"));
-  if (Status s = check_dry_run(c); !s.is_ok()) return error_response(s);
-  auto opts = parse_delete_options(c);
-  if (!opts.is_ok()) return error_response(opts.status());
+  DeleteOptions opts;
+  if (auto err = read_delete_options(c, &opts)) return error_response(*err);
   // The namespace lifecycle admission plugin keeps the system namespaces.
   const std::string& name = c.info.name;
-  const std::vector<std::string>& kept = c.kind.strategy.undeletable;
-  if (std::find(kept.begin(), kept.end(), name) != kept.end())
+  if (c.resource().plural == "namespaces" && c.resource().gv.group.empty() &&
+      (name == "default" || name == "kube-system" || name == "kube-public"))
     return error_response(ApiError(
-        Status(Code::kForbidden, c.resource().plural + " \"" + name +
-                                     "\" is forbidden: this namespace may not be deleted"),
-        {{"name", name}, {"kind", c.resource().plural}}));
+        Status(Code::kForbidden,
+               "namespaces \"" + name + "\" is forbidden: this namespace may not be deleted"),
+        {{"name", name}, {"kind", "namespaces"}}));
   if (auto err = admit_delete(c, c.info.namespace_, name, nullptr)) return error_response(*err);
-  auto d = delete_one(c, c.info.namespace_, c.info.name, *opts);
+  auto d = delete_one(c, c.info.namespace_, c.info.name, opts);
   if (!d.is_ok()) {
     if (d.status().code() == Code::kConflict && d.status().message().starts_with("Precondition"))
       return error_response(conflict(c.resource(), c.info.name, d.status().message()));
@@ -201,7 +238,7 @@ http::Response handle_delete(Context& c) {
   }
   // Kube answers 202 for a deletion left pending only when the client set
   // orphanDependents: false (kept for old clients); otherwise 200.
-  int code = !d->gone && opts->orphan_dependents_false ? 202 : 200;
+  int code = !d->gone && opts.orphan_dependents_false ? 202 : 200;
   if (c.kind.return_deleted_object || !d->gone) return object_response(c, code, std::move(d->object));
   json details = {{"name", c.info.name}, {"kind", c.resource().plural},
                   {"uid", str_at(d->object["metadata"], "uid")}};
@@ -210,16 +247,15 @@ http::Response handle_delete(Context& c) {
 }
 
 http::Response handle_delete_collection(Context& c) {
-  if (Status s = check_dry_run(c); !s.is_ok()) return error_response(s);
-  auto opts = parse_delete_options(c);
-  if (!opts.is_ok()) return error_response(opts.status());
+  DeleteOptions opts;
+  if (auto err = read_delete_options(c, &opts)) return error_response(*err);
   auto listed = list_objects(c, ListQuery::from_context(c, /*paged=*/false));
   if (!listed.is_ok()) return error_response(listed.status());
   json items = json::array();
   for (json& obj : listed->items) {
     if (auto err = admit_delete(c, namespace_of(obj), name_of(obj), &obj))
       return error_response(*err);
-    auto d = delete_one(c, namespace_of(obj), name_of(obj), *opts);
+    auto d = delete_one(c, namespace_of(obj), name_of(obj), opts);
     if (!d.is_ok()) {
       if (d.status().code() == Code::kNotFound) continue;
       return error_response(storage_error(c, d.status(), name_of(obj)));

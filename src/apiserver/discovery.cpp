@@ -63,6 +63,10 @@ json legacy_resources(const KindSet& reg, const api::GroupVersion& gv) {
                            {"namespaced", true},
                            {"kind", "Binding"},
                            {"verbs", {"create"}}});
+    if (r.plural == "pods" && gv.group.empty())  // kubectl drain looks for it here
+      resources.push_back({{"name", "pods/eviction"}, {"singularName", ""}, {"namespaced", true},
+                           {"group", "policy"}, {"version", "v1"}, {"kind", "Eviction"},
+                           {"verbs", {"create"}}});
     if (r.status_subresource)
       resources.push_back({{"name", r.plural + "/status"}, {"singularName", ""},
                            {"namespaced", r.namespaced}, {"kind", r.kind}, {"verbs", kSubVerbs}});
@@ -101,6 +105,10 @@ json aggregated_group(const KindSet& reg, const std::string& group) {
       if (r.plural == "pods" && gv.group.empty())
         subs.push_back({{"subresource", "binding"},
                         {"responseKind", {{"group", ""}, {"version", "v1"}, {"kind", "Binding"}}},
+                        {"verbs", {"create"}}});
+      if (r.plural == "pods" && gv.group.empty())
+        subs.push_back({{"subresource", "eviction"},
+                        {"responseKind", {{"group", "policy"}, {"version", "v1"}, {"kind", "Eviction"}}},
                         {"verbs", {"create"}}});
       if (r.scale_subresource)
         subs.push_back({{"subresource", "scale"},

@@ -96,6 +96,9 @@ std::optional<ApiError> check_write_options(const Context& c, std::string_view o
                       "invalid character " + code_point(r.cp) + " (at position " +
                           std::to_string(r.offset) + ")",
                       manager});
+  if (auto d = c.param("dryRun"); d && *d != "All")
+    errs.push_back({FieldError::Type::kNotSupported, "dryRun", "supported values: \"All\"",
+                    json::array({*d})});
   if (errs.empty()) return std::nullopt;
 
   std::string msg = std::string(options_kind) + ".meta.k8s.io \"\" is invalid: ";
@@ -108,6 +111,7 @@ std::optional<ApiError> check_write_options(const Context& c, std::string_view o
         {{"reason", errs[i].type == FieldError::Type::kRequired    ? "FieldValueRequired"
                     : errs[i].type == FieldError::Type::kForbidden ? "FieldValueForbidden"
                     : errs[i].type == FieldError::Type::kTooLong   ? "FieldValueTooLong"
+                    : errs[i].type == FieldError::Type::kNotSupported ? "FieldValueNotSupported"
                                                                    : "FieldValueInvalid"},
          {"message", m.substr(std::min(m.size(), errs[i].field.size() + 2))},
          {"field", errs[i].field}});

@@ -19,7 +19,8 @@ std::string field_manager(const Context& c);
 
 // Validates the write options kube validates: fieldManager (at most 128
 // bytes, printable) and, for PATCH, force (apply only) and the fieldManager
-// apply requires. 422 Invalid on "<options_kind>.meta.k8s.io" as kube words it.
+// apply requires, and dryRun ("All" only). 422 Invalid on
+// "<options_kind>.meta.k8s.io" as kube words it.
 std::optional<ApiError> check_write_options(const Context& c, std::string_view options_kind,
                                             bool apply);
 
@@ -44,7 +45,7 @@ http::Response create_object(Context& c, json obj, bool track, bool may_defer = 
 // failure (a Service's IPs, a pod's GPU quota) and nothing to do after it (a
 // CRD is served at once). create_object() defers only then, and
 // Server::serves_without_blocking() runs only those creates on an I/O thread.
-bool create_may_defer(Server& s, const Kind& k);
+bool create_may_defer(Server& s, const api::Resource& r);
 
 // guaranteed_update whose managedFields step is `fields` (called with the
 // current and next object after prepare_update, before validation) instead

@@ -207,12 +207,12 @@ bool Server::serves_without_blocking(const http::Request& req) {
   // handler of their own, which waits): anything else would sync on the I/O
   // thread. Its answer must be the stored JSON, and a custom resource may be
   // stored in another version than the one created.
+  if (info.group.empty() && info.resource == "bindings") return false;
   std::string_view accept = req.header("Accept");
   if (wants_table(accept) || prefers_protobuf(accept)) return false;
   std::shared_ptr<const KindSet> kinds = registry_.snapshot();
   const Kind* kind = kinds->find(info.group, info.version, info.resource);
-  return kind != nullptr && !kind->custom && kind->strategy.handler != builtin::Handler::kBinding &&
-         create_may_defer(*this, *kind);
+  return kind != nullptr && !kind->custom && create_may_defer(*this, kind->resource);
 }
 
 http::Response Server::chain(http::Request& req, const RequestInfo& info) {
@@ -309,8 +309,7 @@ http::Response Server::route(http::Request& req, const RequestInfo& info, const 
     return error_response(
         {Status::not_found("the server could not find the requested resource"), json::object()});
   }
-  const builtin::Strategy& strategy = kind->strategy;
-  if (!kind->resource.namespaced && !info.namespace_.empty() && !strategy.is_namespace)
+  if (!kind->resource.namespaced && !info.namespace_.empty() && info.resource != "namespaces")
     return error_response(Status::not_found("the server could not find the requested resource"));
   Context ctx{*this, req, info, *kind, user, kinds, {}, {}};
   if (kind->custom && !kind->custom->deprecation_warning.empty())
@@ -318,9 +317,11 @@ http::Response Server::route(http::Request& req, const RequestInfo& info, const 
   const std::string& sub = info.subresource;
   if (!sub.empty() && !(sub == "status" && kind->resource.status_subresource) &&
       !(sub == "scale" && kind->resource.scale_subresource) &&
-      std::find(strategy.subresources.begin(), strategy.subresources.end(), sub) ==
-          strategy.subresources.end() &&
-      !(strategy.connect && is_pod_connect_subresource(sub)))
+      !(sub == "finalize" && info.resource == "namespaces") &&
+      !(sub == "token" && info.resource == "serviceaccounts" && info.group.empty()) &&
+      !(sub == "binding" && info.resource == "pods" && info.group.empty()) &&
+      !(sub == "eviction" && info.resource == "pods" && info.group.empty()) &&
+      !(info.resource == "pods" && info.group.empty() && is_pod_connect_subresource(sub)))
     return error_response(Status::not_found("the server could not find the requested resource"));
 
   http::Response resp;
@@ -329,15 +330,17 @@ http::Response Server::route(http::Request& req, const RequestInfo& info, const 
   if (sub.empty() && std::find(kind->resource.verbs.begin(), kind->resource.verbs.end(), verb) ==
                          kind->resource.verbs.end())
     return error_response(method_not_supported(kind->resource, verb));
-  if (strategy.connect && is_pod_connect_subresource(sub)) return handle_pod_connect(ctx);
+  if (info.resource == "pods" && info.group.empty() && is_pod_connect_subresource(sub))
+    return handle_pod_connect(ctx);
+  if (sub == "eviction") return handle_eviction(ctx);
   if (sub == "token") {
     if (verb != "create") return error_response(method_not_supported(kind->resource, verb));
     return handle_token_request(ctx);
   }
-  using builtin::Handler;
-  if (strategy.handler == Handler::kBinding || sub == "binding") resp = handle_binding(ctx);
-  else if (strategy.handler == Handler::kReview) resp = handle_review(ctx);
-  else if (strategy.handler == Handler::kMetrics) resp = handle_metrics(ctx);
+  const bool binding = info.group.empty() && (sub == "binding" || info.resource == "bindings");
+  if (binding) resp = handle_binding(ctx);
+  else if (kind->create_only) resp = handle_review(ctx);
+  else if (info.group == "metrics.k8s.io") resp = handle_metrics(ctx);
   else if (verb == "get") resp = handle_get(ctx);
   else if (verb == "list") resp = handle_list(ctx);
   else if (verb == "watch" && prefers_yaml(ctx.req.header("Accept")))  // YAML has no stream form
@@ -355,7 +358,7 @@ http::Response Server::route(http::Request& req, const RequestInfo& info, const 
   // A CRD write changes what is served: bring the registry (and the CRD's
   // status) up to date before answering, so the kind is served at once.
   if (verb != "get" && verb != "list" && verb != "watch" && !resp.deferred && resp.status < 300 &&
-      strategy.defines_kinds) {
+      info.resource == "customresourcedefinitions" && info.group == "apiextensions.k8s.io") {
     if (verb == "deletecollection") load_crds(*this);
     else sync_crd(*this, info.name.empty() ? ctx.created_name : info.name);
   }
@@ -368,6 +371,7 @@ http::Response Server::route(http::Request& req, const RequestInfo& info, const 
 }
 
 bool Context::dry_run() const {
+  if (options_dry_run) return true;
   auto v = param("dryRun");
   return v && *v == "All";
 }

@@ -126,11 +126,15 @@ struct Context {
   std::optional<std::string> param(std::string_view name) const {
     return http::query_param(req.query, name);
   }
+  // dryRun=All in the query, or in the DeleteOptions a body carries (a
+  // DELETE's, an Eviction's): nothing is persisted.
   bool dry_run() const;
   // The "Warning" headers to add to the response.
   std::vector<std::string> warnings;
   // The name a POST created the object under (generateName resolved).
   std::string created_name;
+  // The request's DeleteOptions body said dryRun: ["All"].
+  bool options_dry_run = false;
 };
 
 // Verb handlers.
@@ -151,6 +155,9 @@ http::Response handle_binding(Context& c);
 // (pod_connect.cpp).
 bool is_pod_connect_subresource(const std::string& sub);
 http::Response handle_pod_connect(Context& c);
+// POST pods/<name>/eviction: deletes the pod unless a PodDisruptionBudget
+// forbids it (eviction.cpp).
+http::Response handle_eviction(Context& c);
 // POST of a kind that is never stored (Kind::create_only): the access
 // reviews, answered by the authorizer (reviews.cpp).
 http::Response handle_review(Context& c);
@@ -181,8 +188,13 @@ bool notes_duplicates(const Context& c);
 // The options object an admission webhook is shown (CreateOptions, UpdateOptions,
 // DeleteOptions): dryRun and fieldManager as the request gave them.
 json write_options(const Context& c, const std::string& kind);
-// Checks the dryRun parameter ("All" or absent).
+// Checks the dryRun parameter ("All" or absent): kube's 422 on the verb's
+// options kind (CreateOptions, UpdateOptions, PatchOptions, DeleteOptions).
 Status check_dry_run(const Context& c);
+// The same check of dryRun values given in `options_kind` (a DeleteOptions
+// body, the query), with the causes kubectl prints.
+std::optional<ApiError> check_dry_run_values(std::string_view options_kind,
+                                             const std::vector<std::string>& values);
 // Validates generic metadata and the kind's rules; Invalid error if any.
 std::optional<ApiError> validate_object(Context& c, const json& obj, const json* old);
 // Pod Security admission (pod_security.cpp) of a create (old null) or update:

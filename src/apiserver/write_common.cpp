@@ -92,10 +92,33 @@ Status check_fields(Context& c, json& obj, const std::vector<std::string>& dupli
   return Status::bad_request(msg);
 }
 
+std::optional<ApiError> check_dry_run_values(std::string_view options_kind,
+                                             const std::vector<std::string>& values) {
+  for (const std::string& v : values) {
+    if (v == "All") continue;
+    // metav1 validation's NotSupported, the values printed as JSON.
+    const std::string detail = "Unsupported value: " + json(values).dump() + ": supported values: \"All\"";
+    return ApiError(
+        Status::invalid(std::string(options_kind) + ".meta.k8s.io \"\" is invalid: dryRun: " + detail),
+        {{"group", "meta.k8s.io"},
+         {"kind", std::string(options_kind)},
+         {"causes", json::array({{{"reason", "FieldValueNotSupported"},
+                                  {"message", detail},
+                                  {"field", "dryRun"}}})}});
+  }
+  return std::nullopt;
+}
+
 Status check_dry_run(const Context& c) {
   auto v = c.param("dryRun");
-  if (!v || *v == "All") return Status::ok();
-  return Status::bad_request("unsupported dryRun value \"" + *v + "\": only \"All\" is supported");
+  if (!v) return Status::ok();
+  const std::string& verb = c.info.verb;
+  const char* kind = verb == "update"                                  ? "UpdateOptions"
+                     : verb == "patch"                                 ? "PatchOptions"
+                     : verb == "delete" || verb == "deletecollection" ? "DeleteOptions"
+                                                                       : "CreateOptions";
+  auto err = check_dry_run_values(kind, {*v});
+  return err ? err->status : Status::ok();
 }
 
 namespace {
@@ -208,7 +231,6 @@ std::optional<ApiError> admit_namespace(Context& c, const std::string& ns,
 }
 
 http::Response object_response(Context& c, int code, json obj) {
-  builtin::convert_to(c.kind.strategy, obj, c.resource().gv.version);
   if (wants_table(c.req.header("Accept"))) {
     auto include = parse_include_object(c.param("includeObject").value_or(""));
     json meta = {{"resourceVersion", str_at(obj["metadata"], "resourceVersion")}};
@@ -247,13 +269,16 @@ json without(const json& obj, std::initializer_list<const char*> keys) {
   return copy;
 }
 
-bool being_deleted_and_finalized(const Kind& k, const json& obj) {
+bool being_deleted_and_finalized(const json& obj) {
   const json& meta = obj["metadata"];
   if (!meta.contains("deletionTimestamp")) return false;
   if (meta.contains("finalizers") && meta["finalizers"].is_array() && !meta["finalizers"].empty())
     return false;
   // Namespaces also wait for spec.finalizers (the namespace controller's).
-  return !(k.strategy.held_by_own_finalizers && k.strategy.held_by_own_finalizers(obj));
+  if (obj.contains("spec") && obj["spec"].is_object() && obj["spec"].contains("finalizers") &&
+      obj["kind"] == "Namespace" && !obj["spec"]["finalizers"].empty())
+    return false;
+  return true;
 }
 
 }  // namespace
@@ -277,9 +302,11 @@ void prepare_update(Context& c, const json& cur, json& next) {
       if (cur.contains("status")) next["status"] = cur["status"];
       else next.erase("status");
     }
-    if (c.kind.strategy.prepare_for_update) c.kind.strategy.prepare_for_update(cur, next);
+    if (c.resource().plural == "namespaces" && c.resource().gv.group.empty()) {
+      // spec.finalizers changes only through /finalize.
+      if (cur.contains("spec")) next["spec"] = cur["spec"];
+    }
   }
-  if (c.kind.strategy.normalize_status) c.kind.strategy.normalize_status(next);
   json& m = next["metadata"];
   const json& cm = cur["metadata"];
   for (const char* k : {"uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
@@ -326,7 +353,7 @@ Result<std::optional<json>> commit_update(Context& c, const std::string& key, co
     for (auto& w : kind_warnings(c.kind, next))
       if (std::find(c.warnings.begin(), c.warnings.end(), w) == c.warnings.end())
         c.warnings.push_back(std::move(w));
-  if (being_deleted_and_finalized(c.kind, next)) {
+  if (being_deleted_and_finalized(next)) {
     if (c.dry_run()) return std::optional<json>();
     auto kv = b.remove(key, expected);
     if (!kv.is_ok()) return kv.status();
@@ -334,14 +361,7 @@ Result<std::optional<json>> commit_update(Context& c, const std::string& key, co
   }
   // As kube's storage does, a write that changes nothing is not made: the
   // object keeps its resourceVersion and watchers see no event.
-  if (c.kind.strategy.convert) {
-    // `cur` was read in the version served; the comparison is in the stored one.
-    json stored = cur;
-    builtin::convert_to(c.kind.strategy, stored, c.kind.strategy.storage_version);
-    if (unchanged(stored, next)) return std::optional<json>(cur);
-  } else if (unchanged(cur, next)) {
-    return std::optional<json>(cur);
-  }
+  if (unchanged(cur, next)) return std::optional<json>(cur);
   if (c.dry_run()) {
     // Nothing is written, so the object keeps the revision it has.
     next["metadata"]["resourceVersion"] = std::to_string(expected);

@@ -15,16 +15,26 @@ namespace vkube::testing {
 struct AdminApiServer : ApiServerOverStore {
   using ApiServerOverStore::ApiServerOverStore;
 
-  // Sends `body` (as JSON text) with `content_type` to `target` and returns
-  // the handler chain's answer.
+  // Sends `body` (as JSON text; null: no body) with `content_type` to
+  // `target` and returns the handler chain's answer.
   http::Response call(const std::string& method, const std::string& target,
-                      const nlohmann::json& body,
+                      const nlohmann::json& body = nullptr,
                       const std::string& content_type = "application/json") {
     http::Request req = request(method, target);
     req.peer = http::PeerCertificate{"admin", {"system:masters"}};
-    req.body = body.dump();
-    req.headers.push_back({"Content-Type", content_type});
+    if (!body.is_null()) {
+      req.body = body.dump();
+      req.headers.push_back({"Content-Type", content_type});
+    }
     return api->handle(req);
+  }
+
+  // GETs `target`, REQUIREs 200 and returns the object.
+  nlohmann::json get(const std::string& target) {
+    http::Response r = call("GET", target);
+    INFO(r.body);
+    REQUIRE(r.status == 200);
+    return nlohmann::json::parse(r.body);
   }
 
   // Creates namespace `name` with `labels` (an object, or null for none);
