@@ -1,6 +1,7 @@
 // POST: create an object.
 #include <optional>
 
+#include "certificates.h"
 #include "codec.h"
 #include "custom_resources.h"
 #include "field_manager.h"
@@ -88,6 +89,7 @@ http::Response create_object(Context& c, json obj, bool track, bool may_defer) {
   else meta.erase("generation");
   if (auto err = admit_custom_create(c.kind)) return error_response(*err);
   reset_status(c.kind, obj);
+  prepare_csr_create(c, obj);
   apply_kind_defaults(c.kind, obj);
   if (c.kind.strategy.computed_on_create) c.kind.strategy.computed_on_create(obj);
   if (track) track_fields(c, nullptr, obj);
@@ -105,6 +107,7 @@ http::Response create_object(Context& c, json obj, bool track, bool may_defer) {
   }
 
   if (auto err = validate_object(c, obj, nullptr)) return error_response(*err);
+  if (auto err = admit_csr(c, obj, nullptr)) return error_response(*err);
   if (auto err = admit_namespace(c, c.info.namespace_, name)) return error_response(*err);
   if (auto err = admit_pod_security(c, obj, nullptr)) return error_response(*err);
   if (auto err = admit_host_policy(c, obj, nullptr, name)) return error_response(*err);

@@ -3,6 +3,7 @@
 #include <openssl/sha.h>
 
 #include "crd/definition.h"
+#include "certificates.h"
 #include "server_impl.h"
 #include "vkube/common/base64.h"
 
@@ -70,6 +71,9 @@ json legacy_resources(const KindSet& reg, const api::GroupVersion& gv) {
     if (r.status_subresource)
       resources.push_back({{"name", r.plural + "/status"}, {"singularName", ""},
                            {"namespaced", r.namespaced}, {"kind", r.kind}, {"verbs", kSubVerbs}});
+    if (is_csr(r))
+      resources.push_back({{"name", r.plural + "/approval"}, {"singularName", ""},
+                           {"namespaced", false}, {"kind", r.kind}, {"verbs", kSubVerbs}});
     if (r.scale_subresource)
       resources.push_back({{"name", r.plural + "/scale"}, {"singularName", ""},
                            {"namespaced", r.namespaced}, {"group", "autoscaling"},
@@ -110,6 +114,8 @@ json aggregated_group(const KindSet& reg, const std::string& group) {
         subs.push_back({{"subresource", "eviction"},
                         {"responseKind", {{"group", "policy"}, {"version", "v1"}, {"kind", "Eviction"}}},
                         {"verbs", {"create"}}});
+      if (is_csr(r))
+        subs.push_back({{"subresource", "approval"}, {"responseKind", kind_ref}, {"verbs", kSubVerbs}});
       if (r.scale_subresource)
         subs.push_back({{"subresource", "scale"},
                         {"responseKind", {{"group", "autoscaling"}, {"version", "v1"}, {"kind", "Scale"}}},

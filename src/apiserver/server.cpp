@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "authz.h"
+#include "certificates.h"
 #include "codec.h"
 #include "custom_resources.h"
 #include "definition.h"
@@ -317,6 +318,7 @@ http::Response Server::route(http::Request& req, const RequestInfo& info, const 
   const std::string& sub = info.subresource;
   if (!sub.empty() && !(sub == "status" && kind->resource.status_subresource) &&
       !(sub == "scale" && kind->resource.scale_subresource) &&
+      !is_csr_subresource(kind->resource, sub) &&
       !(sub == "finalize" && info.resource == "namespaces") &&
       !(sub == "token" && info.resource == "serviceaccounts" && info.group.empty()) &&
       !(sub == "binding" && info.resource == "pods" && info.group.empty()) &&

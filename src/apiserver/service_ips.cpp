@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 
 #include "object.h"
+#include "vkube/apiserver/apiserver.h"
 
 namespace vkube::apiserver {
 
@@ -31,18 +32,56 @@ api::Resource services_resource() {
   return r;
 }
 
+struct Range {
+  uint32_t base = 0, size = 0;
+};
+
+// kube-apiserver's checks of --service-cluster-ip-range (ParseCIDR, then
+// validateMaxCIDRRange with 20 bits); the upper mask bound keeps at least
+// two usable addresses (the first is the kubernetes Service's).
+Result<Range> parse_range(const std::string& cidr) {
+  const std::string flag = "--service-cluster-ip-range";
+  auto slash = cidr.find('/');
+  if (cidr.empty()) return Status::invalid(flag + " must be set");
+  auto ip = slash == std::string::npos ? std::nullopt : parse_ipv4(cidr.substr(0, slash));
+  const std::string mask = slash == std::string::npos ? "" : cidr.substr(slash + 1);
+  const bool digits = !mask.empty() && mask.size() <= 2 &&
+                      mask.find_first_not_of("0123456789") == std::string::npos;
+  if (!ip || !digits || std::stoi(mask) > 32) {
+    if (cidr.find(':') != std::string::npos)
+      return Status::invalid(flag + " " + cidr +
+                             ": only IPv4 ranges are supported (IPv6 and dual-stack are not)");
+    return Status::invalid(flag + ": invalid CIDR address: " + cidr +
+                           " (want an IPv4 range such as 10.96.0.0/12)");
+  }
+  const int bits = std::stoi(mask);
+  if (bits < 12)
+    return Status::invalid("specified " + flag + " " + cidr +
+                           " is too large; for 32-bit addresses, the mask must be >= 12");
+  if (bits > 30)
+    return Status::invalid("specified " + flag + " " + cidr +
+                           " is too small; for 32-bit addresses, the mask must be <= 30");
+  Range r;
+  r.size = 1u << (32 - bits);
+  r.base = *ip & ~(r.size - 1);
+  return r;
+}
+
 }  // namespace
 
+Result<std::string> parse_service_cidr(const std::string& cidr) {
+  auto r = parse_range(cidr);
+  if (!r.is_ok()) return r.status();
+  return format_ipv4(r->base + 1);
+}
+
 ServiceIpAllocator::ServiceIpAllocator(const std::string& cidr) {
-  auto slash = cidr.find('/');
-  auto ip = parse_ipv4(cidr.substr(0, slash));
-  int bits = slash == std::string::npos ? 24 : std::atoi(cidr.c_str() + slash + 1);
-  if (!ip || bits < 8 || bits > 30) {
-    ip = parse_ipv4("10.96.0.0");
-    bits = 12;
-  }
-  size_ = 1u << (32 - bits);
-  base_ = *ip & ~(size_ - 1);
+  // The flag was checked where it was read; a range that still does not
+  // parse (an embedding that skipped the check) falls back to kube's default.
+  auto r = parse_range(cidr);
+  if (!r.is_ok()) r = parse_range("10.96.0.0/12");
+  base_ = r->base;
+  size_ = r->size;
 }
 
 void ServiceIpAllocator::load_locked() {

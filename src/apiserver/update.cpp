@@ -1,6 +1,7 @@
 // PUT: replace an object, or its status or scale.
 #include <thread>
 
+#include "certificates.h"
 #include "field_manager.h"
 #include "object.h"
 #include "scale.h"
@@ -128,6 +129,7 @@ http::Response guaranteed_update(Context& c, const Transform& transform, const F
       if (adopts && !c.dry_run()) c.server.service_ips().adopt(cur, next);
     }
     if (auto err = admit_pod_security(c, next, &cur)) return error_response(*err);
+    if (auto err = admit_csr(c, next, &cur)) return error_response(*err);
     if (auto err = admit_host_policy(c, next, &cur, name)) return error_response(*err);
     if (dynamic) {
       if (auto err = c.server.admission().validate(c, admitted(next))) return error_response(*err);

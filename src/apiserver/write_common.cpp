@@ -1,5 +1,6 @@
 // Steps shared by create, update, patch and delete.
 #include "authz.h"
+#include "certificates.h"
 #include "custom_resources.h"
 #include "codec.h"
 #include "decode_error.h"
@@ -285,7 +286,9 @@ bool being_deleted_and_finalized(const json& obj) {
 
 void prepare_update(Context& c, const json& cur, json& next) {
   const std::string& sub = c.info.subresource;
-  if (sub == "status") {
+  if (prepare_csr_update(c, cur, next)) {
+    // The CSR strategy (certificates.cpp) kept what this subresource may not change.
+  } else if (sub == "status") {
     json body_status = next.value("status", json::object());
     next = cur;
     next["status"] = std::move(body_status);

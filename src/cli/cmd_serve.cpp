@@ -10,6 +10,7 @@
 #include "command.h"
 #include "tenant.h"
 #include "tenant_sync.h"
+#include "vkube/apiserver/apiserver.h"
 #include "vkube/common/log.h"
 #include "vkube/gpu/quota.h"
 #include "vkube/syncer/host_policy.h"
@@ -35,6 +36,12 @@ void block_signals() {
   sigaddset(&set, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   signal(SIGPIPE, SIG_IGN);
+}
+
+std::string& add_service_cidr_flag(FlagSet& flags) {
+  return flags.add_string("service-cluster-ip-range", "10.96.0.0/12",
+                          "IPv4 CIDR Services get cluster IPs from, as kube-apiserver's flag (mask "
+                          "12 to 30); its first address is the kubernetes Service's");
 }
 
 std::vector<std::string> split_list(const std::string& text) {
@@ -153,10 +160,13 @@ int run_serve(const Args& args) {
       "max-read-inflight-mib", 128,
       "MiB that read-only requests (LISTs, while built and until sent) may hold before 429 "
       "(0: no limit)");
+  std::string& service_cidr = add_service_cidr_flag(flags);
   SyncFlags sync_flags = add_sync_flags(flags);
   PolicyFlags policy_flags = add_policy_flags(flags);
   if (int rc = parse_or_exit(flags, log_flags, args); rc >= 0) return rc;
   if (data_dir.empty()) return fail("--data-dir is required");
+  if (auto r = apiserver::parse_service_cidr(service_cidr); !r.is_ok())
+    return fail(r.status().message());
   if (pod_security != "privileged" && pod_security != "baseline" && pod_security != "restricted")
     return fail("--pod-security must be privileged, baseline or restricted, got '" + pod_security +
                 "'");
@@ -175,6 +185,7 @@ int run_serve(const Args& args) {
   o.service_account_signing_alg = sa_alg;
   o.pod_security = pod_security;
   o.gpu_quota = gpu_quota;
+  o.service_cidr = service_cidr;
   if (max_inflight < 0 || max_mutating < 0 || max_read_mib < 0)
     return fail(
         "--max-requests-inflight, --max-mutating-requests-inflight and "

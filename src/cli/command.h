@@ -60,5 +60,7 @@ Result<std::string> ensure_tenant(const std::string& host_kubeconfig, const std:
 
 // "a,b,,c" -> {"a", "b", "c"}
 std::vector<std::string> split_list(const std::string& text);
+// --service-cluster-ip-range (vkube serve and vkube host; cmd_serve.cpp).
+std::string& add_service_cidr_flag(FlagSet& flags);
 
 }  // namespace vkube::cli

@@ -1,5 +1,7 @@
 #include "tenant.h"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -45,6 +47,14 @@ Status split_listen(const std::string& listen, std::string* host, uint16_t* port
     return Status::invalid("--listen: bad port in '" + listen + "'");
   }
   return Status::ok();
+}
+
+// The address the default/kubernetes endpoints name: the listen address
+// when it is one IPv4 address, else loopback (where the server answers).
+std::string advertised_ipv4(const std::string& host) {
+  in_addr a{};
+  if (host == "0.0.0.0" || inet_pton(AF_INET, host.c_str(), &a) != 1) return "127.0.0.1";
+  return host;
 }
 
 class TenantImpl final : public Tenant {
@@ -114,6 +124,7 @@ class TenantImpl final : public Tenant {
     apiserver::Options ao;
     ao.backend = cache_.get();
     ao.pod_security = o.pod_security;
+    ao.service_cidr = o.service_cidr;
     ao.max_requests_inflight = o.max_requests_inflight;
     ao.max_mutating_inflight = o.max_mutating_inflight;
     ao.max_read_bytes_inflight = o.max_read_bytes_inflight;
@@ -159,6 +170,11 @@ class TenantImpl final : public Tenant {
     VKUBE_LOG(debug, "start: bootstrap objects present", {"ms", since_start_ms()});
     controllers::ManagerOptions mo;
     mo.root_ca_pem = bundle->ca.cert_pem;
+    mo.client_ca_cert_pem = bundle->ca.cert_pem;
+    mo.client_ca_key_pem = bundle->ca.key_pem;
+    mo.service_cidr = o.service_cidr;
+    mo.api_address = advertised_ipv4(host_);
+    mo.api_port = port();
     components_ = o.components;
     for (const Component& c : components_)
       if (c.serving) c.serving(url());

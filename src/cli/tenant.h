@@ -52,6 +52,9 @@ struct TenantOptions {
   // "baseline" (no privileged pods reach the shared host); the host itself
   // runs what its operators deploy.
   std::string pod_security = "baseline";
+  // Where Services get cluster IPs (--service-cluster-ip-range, checked by
+  // apiserver::parse_service_cidr); its first address is default/kubernetes's.
+  std::string service_cidr = "10.96.0.0/12";
   // The tenant's GPU quota, as --gpu-quota (gpu::parse_gpu_quota); empty: none.
   std::string gpu_quota;
   // The API server's in-flight limits (apiserver::Options; 0: none).

@@ -88,6 +88,8 @@ std::unique_ptr<Controller> make_endpoints_controller(Context&);
 std::unique_ptr<Controller> make_endpointslice_controller(Context&);
 std::unique_ptr<Controller> make_serviceaccount_controller(Context&);
 std::unique_ptr<Controller> make_root_ca_controller(Context&);
+std::unique_ptr<Controller> make_csr_signing_controller(Context&);
+std::unique_ptr<Controller> make_kubernetes_service_controller(Context&);
 std::unique_ptr<Controller> make_disruption_controller(Context&);
 std::unique_ptr<Controller> make_policy_status_controller(Context&);
 

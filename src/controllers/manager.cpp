@@ -33,6 +33,8 @@ const std::vector<Entry>& table() {
       {"endpointslice", make_endpointslice_controller},
       {"serviceaccount", make_serviceaccount_controller},
       {"root-ca-cert-publisher", make_root_ca_controller},
+      {"csrsigning", make_csr_signing_controller},
+      {"kubernetes-service", make_kubernetes_service_controller},
       {"disruption", make_disruption_controller},
       {"validatingadmissionpolicy-status", make_policy_status_controller},
   };

@@ -13,6 +13,8 @@ namespace {
 
 constexpr long kClockSkewSeconds = 60 * 60;
 
+}  // namespace
+
 Status set_serial(X509* x) {
   // 128 random bits, as Go's crypto/x509 users do; BN_bin2bn reads them as a
   // positive number, so the DER INTEGER is at most 17 bytes (RFC 5280 allows 20).
@@ -23,6 +25,8 @@ Status set_serial(X509* x) {
   BN_free(bn);
   return ok ? Status::ok() : openssl_error("set serial");
 }
+
+namespace {
 
 Status set_subject(X509* x, const CertSpec& spec) {
   X509_NAME* name = X509_get_subject_name(x);

@@ -53,6 +53,9 @@ struct CertSpec {
   std::chrono::seconds validity{0};
 };
 
+// Gives `x` a random 128-bit serial number.
+Status set_serial(X509* x);
+
 // Signs a certificate for `subject_key` as described by `spec`. For kCa the
 // certificate is self-signed (issuer and issuer_key are ignored); otherwise
 // it is signed by `issuer`/`issuer_key` and never outlives `issuer`.

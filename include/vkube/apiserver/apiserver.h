@@ -82,7 +82,8 @@ struct Options {
   // Accept requests without credentials as system:anonymous (tests only).
   bool allow_anonymous = false;
   std::string version = "v1.32.0";  // gitVersion reported by /version
-  // The cluster IP range services get addresses from.
+  // The cluster IP range services get addresses from (kube-apiserver's
+  // --service-cluster-ip-range; checked by parse_service_cidr).
   std::string service_cidr = "10.96.0.0/12";
   // Pod Security level of namespaces without the label
   // pod-security.kubernetes.io/enforce: "privileged" (nothing refused),
@@ -157,6 +158,13 @@ class ApiServer {
   // kInternal with the server's answer when a create fails.
   virtual Status ensure_bootstrap_policy() = 0;
 };
+
+// A --service-cluster-ip-range value: an IPv4 CIDR ("10.96.0.0/12"; host
+// bits are cleared, as Go's ParseCIDR does) with a mask from 12 (kube's
+// largest, 2^20 addresses) to 30. Returns the range's first usable address,
+// the ClusterIP of the default/kubernetes Service. kInvalid saying why
+// (kube-apiserver's words where it has them).
+Result<std::string> parse_service_cidr(const std::string& cidr);
 
 // Reads kube-apiserver's --token-auth-file: CSV lines
 //   token,user,uid[,"group1,group2"]

@@ -24,6 +24,17 @@ struct ManagerOptions {
   std::vector<std::string> controllers;
   // PEM of the tenant's CA: the kube-root-ca.crt ConfigMap of every namespace.
   std::string root_ca_pem;
+  // The CA the API server trusts for client certificates (certificate and
+  // private key PEM): the kubernetes.io/kube-apiserver-client signer issues
+  // approved CertificateSigningRequests with it. No key: they stay pending.
+  std::string client_ca_cert_pem;
+  std::string client_ca_key_pem;
+  // The default/kubernetes Service: its cluster IP is the first address of
+  // `service_cidr`; its endpoints name the API server at api_address (an
+  // IPv4 address) and api_port. No address: the Service is not kept.
+  std::string service_cidr = "10.96.0.0/12";
+  std::string api_address;
+  int api_port = 0;
   // The wall clock (tests inject one; CronJob schedules and durations read it).
   std::function<std::chrono::system_clock::time_point()> now;
   // Worker threads of each controller's queue.

@@ -113,6 +113,10 @@ std::vector<Kind> build() {
        "validatingadmissionpolicies", false, {}, {"api-extensions"}, true, false, true},
       {"admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicyBinding",
        "validatingadmissionpolicybindings", false, {}, {"api-extensions"}, false, false, true},
+      // certificates.k8s.io/v1: any name will do, as in kube (approval via
+      // the certificates strategy, apiserver/certificates.cpp)
+      {"certificates.k8s.io", "v1", "CertificateSigningRequest", "certificatesigningrequests",
+       false, {"csr"}, {}, true, false, false, NameRule::kPathSegment, {"spec.signerName"}},
       // coordination.k8s.io/v1
       {"coordination.k8s.io", "v1", "Lease", "leases", true},
       // discovery.k8s.io/v1

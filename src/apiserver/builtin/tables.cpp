@@ -46,6 +46,7 @@ const PrinterMap& printers() {
     tables::add_workload_printers(m);
     tables::add_network_printers(m);
     tables::add_cluster_printers(m);
+    tables::add_certificate_printers(m);
     return m;
   }();
   return kPrinters;

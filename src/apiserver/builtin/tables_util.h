@@ -38,6 +38,7 @@ void add_core_printers(PrinterMap& m);      // tables_core.cpp
 void add_workload_printers(PrinterMap& m);  // tables_apps.cpp
 void add_network_printers(PrinterMap& m);   // tables_network.cpp
 void add_cluster_printers(PrinterMap& m);   // tables_cluster.cpp
+void add_certificate_printers(PrinterMap& m);  // tables_certificates.cpp
 
 // --- columns ---------------------------------------------------------------
 
