@@ -33,6 +33,12 @@ kube_flags=('-s' "$TENANT_URL" '--insecure-skip-tls-verify')
 kube_flags_without_token=("${kube_flags[@]}")
 kube_flags_with_token=("${kube_flags_without_token[@]}" '--token=admin-token')
 
+# test-cmd's kube-apiserver authorizes with AlwaysAllow (legacy-script.sh
+# says so at its `auth can-i` checks); a vkube tenant always runs RBAC, so
+# every authenticated user (impersonated ones too) is bound to cluster-admin.
+kubectl create clusterrolebinding outside-always-allow --clusterrole=cluster-admin \
+  --group=system:authenticated >/dev/null
+
 create_and_use_new_namespace() {
   local ns_name
   ns_name="namespace-$(date +%s)-${RANDOM}"
