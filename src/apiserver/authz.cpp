@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "aggregator.h"
 #include "server_impl.h"
 #include "vkube/api/selector.h"
 #include "vkube/common/log.h"
@@ -175,6 +176,8 @@ Status Server::ensure_bootstrap_policy() {
     threads.emplace_back([&, i] { results[i] = create(objects[i].first, objects[i].second); });
   for (auto& t : threads) t.join();
   for (auto& r : results) VKUBE_RETURN_IF_ERROR(r);
+  // The Local APIServices of the group versions served, as kube's autoregister makes them.
+  aggregator_->sync(*this);
   return Status::ok();
 }
 

@@ -122,7 +122,8 @@ http::Response create_object(Context& c, json obj, bool track, bool may_defer) {
   // Last, as kube runs ResourceQuota after every other admission plugin.
   if (auto err = admit_gpu_quota(c, obj, name)) return error_response(*err);
   for (auto& w : kind_warnings(c.kind, obj)) c.warnings.push_back(std::move(w));
-  to_storage_version(c.kind, obj);
+  if (Status s = to_storage_version(c.server, c.kind, obj); !s.is_ok())
+    return error_response(conversion_error(s));
   if (c.dry_run()) return object_response(c, 201, std::move(obj));
 
   // A JSON answer in the stored version is the stored bytes plus the

@@ -2,6 +2,7 @@
 
 #include "admission.h"
 #include "cel.h"
+#include "custom_conversion.h"
 #include "definition.h"
 #include "jsonpath.h"
 #include "object.h"
@@ -61,9 +62,12 @@ std::vector<std::string> kind_warnings(const Kind& k, const json& obj) {
   return warnings;
 }
 
-void to_storage_version(const Kind& k, json& obj) {
-  if (k.custom) obj["apiVersion"] = crd::storage_api_version(k.resource, *k.custom);
-  else if (k.strategy.convert) builtin::convert_to(k.strategy, obj, k.strategy.storage_version);
+Status to_storage_version(Server& s, const Kind& k, json& obj) {
+  if (!k.custom) {
+    if (k.strategy.convert) builtin::convert_to(k.strategy, obj, k.strategy.storage_version);
+    return Status::ok();
+  }
+  return convert_custom(s, k, obj, crd::storage_api_version(k.resource, *k.custom));
 }
 
 std::optional<ApiError> admit_custom_create(const Kind& k) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "custom_conversion.h"
 #include "errors.h"
 #include "registry.h"
 
@@ -27,8 +28,9 @@ void validate_kind(const Kind& k, const json& obj, const json* old, FieldErrors&
 std::vector<std::string> prune_custom(const Kind& k, json& obj);
 // Warnings to answer a write of `obj` with (CRD rules vkube does not enforce).
 std::vector<std::string> kind_warnings(const Kind& k, const json& obj);
-// The apiVersion a custom resource is stored with (the CRD's storage version).
-void to_storage_version(const Kind& k, json& obj);
+// Converts a custom resource to the CRD's storage version (custom_conversion.h: a
+// conversion webhook may fail, kInternal); nothing for built-in kinds.
+[[nodiscard]] Status to_storage_version(Server& s, const Kind& k, json& obj);
 // Refuses creates of a kind whose CRD is being deleted (405, as kube).
 std::optional<ApiError> admit_custom_create(const Kind& k);
 

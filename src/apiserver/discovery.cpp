@@ -4,6 +4,7 @@
 
 #include "crd/definition.h"
 #include "certificates.h"
+#include "aggregator.h"
 #include "server_impl.h"
 #include "vkube/common/base64.h"
 
@@ -180,6 +181,7 @@ http::Response handle_discovery(Server& s, const http::Request& req, const Reque
         groups.push_back(gv.group);
     json items = json::array();
     for (const auto& g : groups) items.push_back(aggregated ? aggregated_group(reg, g) : api_group(reg, g));
+    for (json& g : remote_api_groups(s, aggregated)) items.push_back(std::move(g));  // aggregator.h
     if (aggregated) return aggregated_response(items);
     return json_response(200, {{"kind", "APIGroupList"}, {"apiVersion", "v1"}, {"groups", items}});
   }
@@ -192,6 +194,7 @@ http::Response handle_discovery(Server& s, const http::Request& req, const Reque
   if (path.starts_with("/apis/")) {
     std::string group = path.substr(6);
     json g = api_group(reg, group);
+    if (g.is_null()) g = remote_api_group(s, group);
     if (g.is_null()) return not_found();
     g["kind"] = "APIGroup";
     g["apiVersion"] = "v1";

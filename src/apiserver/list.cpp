@@ -1,5 +1,6 @@
 // GET of a collection: JSON lists and Tables.
 #include "codec.h"
+#include "custom_conversion.h"
 #include "definition.h"
 #include "list_common.h"
 #include "object.h"
@@ -38,12 +39,20 @@ http::Response handle_list(Context& c) {
   // Items are re-served as stored unless something must look into them: a
   // Table, protobuf, or a custom kind shown in another version than stored.
   const bool raw = !wants_table(accept) && !prefers_protobuf(accept) &&
-                   (!c.kind.custom || c.kind.custom->storage_version == c.resource().gv.version);
+                   (!c.kind.custom || (c.kind.custom->storage_version == c.resource().gv.version &&
+                                       !converts_by_webhook(c.kind)));
   auto listed = list_objects(c, q, raw);
   if (!listed.is_ok()) return error_response(listed.status());
   json meta = {{"resourceVersion", std::to_string(listed->revision)}};
   if (!listed->continue_token.empty()) meta["continue"] = listed->continue_token;
 
+  if (converts_by_webhook(c.kind)) {
+    // One ConversionReview for every item not in the version asked for, as kube sends.
+    std::vector<json*> items;
+    for (json& obj : listed->items) items.push_back(&obj);
+    Status s = convert_custom(c.server, c.kind, items, c.resource().gv.api_version());
+    if (!s.is_ok()) return error_response(conversion_error(s));
+  }
   if (wants_table(c.req.header("Accept"))) {
     auto include = parse_include_object(c.param("includeObject").value_or(""));
     return json_response(200, make_table(c.kind, listed->items, include, std::move(meta)));

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "aggregator.h"
 #include "authz.h"
 #include "certificates.h"
 #include "codec.h"
@@ -30,6 +31,7 @@ Server::Server(Options options)
       service_ips_(std::make_unique<ServiceIpAllocator>(options_.service_cidr)),
       authorizer_(std::make_unique<Authorizer>(options_.backend)),
       admission_(std::make_unique<Admission>(options_.backend)),
+      aggregator_(std::make_unique<Aggregator>()),
       limiter_(std::make_shared<InflightLimiter>(
           InflightLimits{options_.max_requests_inflight, options_.max_mutating_inflight,
                          options_.max_read_bytes_inflight},
@@ -40,7 +42,11 @@ Server::Server(Options options)
         options_.backend, Registry::storage_prefix(*registry_.builtin("", "v1", "pods")),
         options_.gpu_quota);
   }
-  if (options_.backend != nullptr) load_crds(*this);
+  if (options_.backend != nullptr) {
+    load_crds(*this);
+    aggregator_->sync(*this, /*create_local=*/false);  // made at bootstrap
+    aggregator_->start(*this);
+  }
 }
 
 Server::~Server() {
@@ -75,6 +81,7 @@ void Server::shutdown() {
   watches_->shutdown();
   authorizer_->shutdown();
   admission_->shutdown();
+  aggregator_->stop();
   if (gpu_quota_) gpu_quota_->shutdown();
 }
 
@@ -270,6 +277,8 @@ http::Response Server::route(http::Request& req, const RequestInfo& info, const 
   std::string_view path = req.path;
   if (path.size() > 1 && path.back() == '/') path.remove_suffix(1);  // python sends /version/
 
+  // A group version an aggregated API server serves goes there (discovery of it included).
+  if (auto proxied = proxy_aggregated(*this, req, info, user)) return std::move(*proxied);
   if (!info.is_resource_request) {
     if (path == "/version") {
       return json_response(200, {{"major", "1"},
@@ -364,6 +373,10 @@ http::Response Server::route(http::Request& req, const RequestInfo& info, const 
     if (verb == "deletecollection") load_crds(*this);
     else sync_crd(*this, info.name.empty() ? ctx.created_name : info.name);
   }
+  // The group versions served changed: their Local APIServices follow (aggregator.h).
+  if (verb != "get" && verb != "list" && verb != "watch" && !resp.deferred && resp.status < 300 &&
+      strategy.defines_kinds)
+    aggregator_->changed();
   if (!ctx.warnings.empty()) {
     http::DeferredResponse::finally(resp, [warnings = std::move(ctx.warnings)](http::Response& r) {
       for (const auto& w : warnings) r.headers.push_back({"Warning", warning_header(w)});

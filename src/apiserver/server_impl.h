@@ -29,6 +29,7 @@ struct OpenApiCache {
 };
 
 class WatchDispatcher;
+class Aggregator;
 class ServiceIpAllocator;
 class Authorizer;
 class GpuQuotaAdmission;
@@ -73,6 +74,8 @@ class Server final : public ApiServer {
   Authorizer& authorizer() { return *authorizer_; }
   // Webhooks and admission policies (admission.h).
   Admission& admission() { return *admission_; }
+  // APIServices and the aggregated API servers behind them (aggregator.h).
+  Aggregator& aggregator() { return *aggregator_; }
   // nullptr when the tenant has no GPU quota.
   GpuQuotaAdmission* gpu_quota() { return gpu_quota_.get(); }
   bool ready() const { return ready_; }
@@ -96,6 +99,7 @@ class Server final : public ApiServer {
   std::unique_ptr<ServiceIpAllocator> service_ips_;
   std::unique_ptr<Authorizer> authorizer_;
   std::unique_ptr<Admission> admission_;
+  std::unique_ptr<Aggregator> aggregator_;
   std::unique_ptr<GpuQuotaAdmission> gpu_quota_;
   OpenApiCache openapi_cache_;
   std::mutex crd_mu_;

@@ -1,6 +1,7 @@
 // PUT: replace an object, or its status or scale.
 #include <thread>
 
+#include "custom_conversion.h"
 #include "certificates.h"
 #include "field_manager.h"
 #include "object.h"
@@ -41,6 +42,14 @@ http::Response guaranteed_update(Context& c, const Transform& transform, const F
   for (int attempt = 0; attempt < 16 || std::chrono::steady_clock::now() < give_up; ++attempt) {
     auto cur_r = read_object(c, name);
     if (!cur_r.is_ok()) return error_response(storage_error(c, cur_r.status(), name));
+    // A custom resource converted by a webhook changes in the version asked for; its stored
+    // form is what the commit compares with.
+    std::optional<json> stored;
+    if (converts_by_webhook(c.kind)) {
+      stored = *cur_r;
+      Status s = convert_custom(c.server, c.kind, *cur_r, c.resource().gv.api_version());
+      if (!s.is_ok()) return error_response(conversion_error(s));
+    }
     const json& cur = *cur_r;
     // Stored before nesting was limited: readable and deletable, but every
     // write walks the current object, so none may start from it.
@@ -135,7 +144,7 @@ http::Response guaranteed_update(Context& c, const Transform& transform, const F
       if (auto err = c.server.admission().validate(c, admitted(next))) return error_response(*err);
     }
     const auto expected = std::stoll(cur_rv);
-    auto committed = commit_update(c, key, cur, next, expected);
+    auto committed = commit_update(c, key, stored ? *stored : cur, next, expected);
     if (!committed.is_ok()) {
       if (committed.status().code() == Code::kConflict && want_rv.empty()) {
         // The cached read can trail a write still being committed: give it

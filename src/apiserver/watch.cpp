@@ -4,6 +4,7 @@
 #include <deque>
 #include <map>
 
+#include "custom_conversion.h"
 #include "object.h"
 #include "table.h"
 #include "vkube/common/log.h"
@@ -381,6 +382,12 @@ std::string WatchDispatcher::encode_object(const WatchSpec& spec, const char* ty
   // A built-in kind stored in another version is shown in the one watched.
   if (spec.kind && std::string_view(type) != "ERROR")
     builtin::convert_to(spec.kind->strategy, obj, spec.kind->resource.gv.version);
+  if (spec.convert && std::string_view(type) != "ERROR") {
+    if (Status s = spec.convert(obj); !s.is_ok()) {
+      type = "ERROR";
+      obj = status_object(conversion_error(s));
+    }
+  }
   json out_obj;
   if (spec.table && std::string_view(type) != "ERROR") {
     out_obj = make_table(*spec.kind, {obj}, spec.include,
@@ -440,6 +447,11 @@ http::Response handle_watch(Context& c) {
   spec.backend = &c.server.backend();
   spec.table = wants_table(c.req.header("Accept"));
   spec.include = parse_include_object(c.param("includeObject").value_or(""));
+  if (converts_by_webhook(c.kind))
+    spec.convert = [&server = c.server, kind = &c.kind,
+                    version = c.resource().gv.api_version()](json& obj) {
+      return convert_custom(server, *kind, obj, version);
+    };
   if (auto b = c.param("allowWatchBookmarks")) parse_bool(*b, &spec.bookmarks);
   if (auto t = c.param("timeoutSeconds")) {
     try {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -37,6 +38,9 @@ struct WatchSpec {
   int64_t timeout_seconds = 1800;
   storage::Backend* backend = nullptr;
   storage::Revision start_revision = 0;  // the watch delivers events after it
+  // Brings an event's object to the version watched (a CRD's conversion webhook, called on
+  // the stream's thread); empty: nothing to do. A failure becomes an ERROR event.
+  std::function<Status(json&)> convert;
 };
 
 class WatchDispatcher {

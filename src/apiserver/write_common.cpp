@@ -232,6 +232,8 @@ std::optional<ApiError> admit_namespace(Context& c, const std::string& ns,
 }
 
 http::Response object_response(Context& c, int code, json obj) {
+  if (Status s = convert_custom(c.server, c.kind, obj, c.resource().gv.api_version()); !s.is_ok())
+    return error_response(conversion_error(s));
   if (wants_table(c.req.header("Accept"))) {
     auto include = parse_include_object(c.param("includeObject").value_or(""));
     json meta = {{"resourceVersion", str_at(obj["metadata"], "resourceVersion")}};
@@ -351,7 +353,7 @@ bool unchanged(const json& cur, json& next) {
 Result<std::optional<json>> commit_update(Context& c, const std::string& key, const json& cur,
                                           json next, storage::Revision expected) {
   storage::Backend& b = c.server.backend();
-  to_storage_version(c.kind, next);
+  VKUBE_RETURN_IF_ERROR(to_storage_version(c.server, c.kind, next));
   if (c.info.verb == "update" || c.info.verb == "patch")
     for (auto& w : kind_warnings(c.kind, next))
       if (std::find(c.warnings.begin(), c.warnings.end(), w) == c.warnings.end())

@@ -153,6 +153,9 @@ std::vector<Kind> build() {
        NameRule::kSubdomain, {}, false, {"get", "list"}},
       {"metrics.k8s.io", "v1beta1", "PodMetrics", "pods", true, {}, {}, false, false, false,
        NameRule::kSubdomain, {}, false, {"get", "list"}},
+      // apiregistration.k8s.io/v1: who serves each group version (aggregator.cpp)
+      {"apiregistration.k8s.io", "v1", "APIService", "apiservices", false, {},
+       {"api-extensions"}, true, false, false, NameRule::kPathSegment},
       // apiextensions.k8s.io/v1 (stored and listed; serving custom kinds comes later)
       {"apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",
        false, {"crd", "crds"}, {"api-extensions"}, true, false, true, NameRule::kSubdomain, {},

@@ -171,6 +171,23 @@ json runtimeclass_cells(const json& rc, int64_t now) {
   return json::array({str(rc, {"metadata", "name"}), str(rc, {"handler"}), age(rc, now)});
 }
 
+// --- apiregistration: as kube-aggregator's table (Local, or namespace/name; the
+// Available condition, with its reason when False) -------------------------------
+
+json apiservice_cells(const json& s, int64_t now) {
+  const json* service = find(s, {"spec", "service"});
+  std::string where = "Local";
+  if (service != nullptr && service->is_object())
+    where = str(*service, {"namespace"}) + "/" + str(*service, {"name"});
+  std::string available = "Unknown";
+  for (const json& c : array(s, {"status", "conditions"})) {
+    if (str(c, {"type"}) != "Available") continue;
+    available = str(c, {"status"});
+    if (available == "False") available += " (" + str(c, {"reason"}) + ")";
+  }
+  return json::array({str(s, {"metadata", "name"}), where, available, age(s, now)});
+}
+
 // --- admissionregistration -----------------------------------------------------
 
 json webhook_configuration_cells(const json& c, int64_t now) {
@@ -312,6 +329,11 @@ void add_cluster_printers(PrinterMap& m) {
       {name_column(), column("PolicyName", "string", "The policy bound."),
        column("ParamRef", "string", "The parameters' object."), age_column()},
       admission_policy_binding_cells};
+  m["apiregistration.k8s.io/apiservices"] = {
+      {name_column(),
+       column("Service", "string", "The reference to the service that hosts this API endpoint."),
+       column("Available", "string", "Whether this service is available."), age_column()},
+      apiservice_cells};
   m["coordination.k8s.io/leases"] = {
       {name_column(), column("Holder", "string", "Identity of the lease holder."), age_column()},
       lease_cells};

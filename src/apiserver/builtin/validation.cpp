@@ -197,6 +197,8 @@ void validate(const api::Resource& r, const json& obj, const json* old, FieldErr
     if (kind == "StorageClass") validate_storage_class(obj, old, errors);
   } else if (g == "coordination.k8s.io") {
     validate_lease(obj, errors);
+  } else if (g == "apiregistration.k8s.io") {
+    validate_api_service(obj, errors);
   }
 }
 

@@ -36,4 +36,7 @@ void validate_network_policy(const json& obj, FieldErrors& errs);
 void validate_pdb(const json& obj, FieldErrors& errs);
 void validate_priority_class(const json& obj, const json* old, FieldErrors& errs);
 
+// apiregistration.k8s.io/v1 APIService (validation_apiservice.cpp).
+void validate_api_service(const json& obj, FieldErrors& errs);
+
 }  // namespace vkube::apiserver::builtin

@@ -141,6 +141,8 @@ builtin::Kind kind_of(const json& crd, const json& names, const json& version,
     v->label_selector_path = str(scale, "labelSelectorPath");
   }
   v->terminating = at(crd, "metadata").contains("deletionTimestamp");
+  const json& conversion = at(spec, "conversion");
+  if (str(conversion, "strategy") == "Webhook") v->conversion_webhook = at(conversion, "webhook");
   if (at(version, "deprecated").is_boolean() && at(version, "deprecated").get<bool>()) {
     v->deprecation_warning = str(version, "deprecationWarning");
     if (v->deprecation_warning.empty())
@@ -262,6 +264,13 @@ void apply_definition_defaults(json& crd) {
   json& spec = crd["spec"];
   if (!spec["conversion"].is_object()) spec["conversion"] = json::object();
   if (!spec["conversion"]["strategy"].is_string()) spec["conversion"]["strategy"] = "None";
+  // The v1 default of a conversion webhook's Service port.
+  json& webhook = spec["conversion"]["webhook"];
+  if (webhook.is_object() && webhook["clientConfig"].is_object() &&
+      webhook["clientConfig"]["service"].is_object() &&
+      !webhook["clientConfig"]["service"]["port"].is_number())
+    webhook["clientConfig"]["service"]["port"] = 443;
+  if (webhook.is_null()) spec["conversion"].erase("webhook");
   json& names = spec["names"];
   if (!names.is_object()) return;
   std::string kind = str(names, "kind");

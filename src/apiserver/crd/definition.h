@@ -37,6 +37,9 @@ struct CustomVersion {
   std::string spec_replicas_path, status_replicas_path, label_selector_path;
   bool terminating = false;         // the CRD is being deleted: creates are refused
   std::string deprecation_warning;  // set for deprecated versions
+  // spec.conversion.webhook when the strategy is Webhook (custom_conversion.cpp calls it);
+  // null for the None strategy, which only changes apiVersion.
+  json conversion_webhook;
 };
 
 // The apiVersion objects of `v` are stored with ("stable.example.com/v1").
@@ -64,6 +67,9 @@ void apply_definition_defaults(json& crd);
 // Validation of a CRD create (old == nullptr) or update, worded as
 // kube-apiserver's (spec.names.plural, spec.versions[0].schema...).
 void validate_definition(const json& crd, const json* old, FieldErrors& errs);
+// The spec.conversion part of it: strategy None or Webhook, and a Webhook's clientConfig
+// (exactly one of an https URL or a Service) and conversionReviewVersions (v1 or v1beta1).
+void validate_conversion(const json& crd, FieldErrors& errs);
 
 // Warnings a create or update answers with (x-kubernetes-validations rules
 // that cannot be enforced, deprecated versions being used...).

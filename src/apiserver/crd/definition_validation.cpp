@@ -179,11 +179,7 @@ void validate_definition(const json& crd, const json* old, FieldErrors& errs) {
                     scope.empty() ? "" : "supported values: \"Cluster\", \"Namespaced\"",
                     scope.empty() ? json() : json(scope)});
   check_versions(crd, errs);
-  std::string strategy = str(at(at(crd, "spec"), "conversion"), "strategy");
-  if (!strategy.empty() && strategy != "None")
-    errs.push_back({Type::kNotSupported, "spec.conversion.strategy",
-                    "supported values: \"None\" (vkube does not call conversion webhooks)",
-                    strategy});
+  validate_conversion(crd, errs);
   if (old != nullptr) {
     for (const char* key : {"group", "scope"}) {
       std::string was = str(at(*old, "spec"), key), now = str(at(crd, "spec"), key);
