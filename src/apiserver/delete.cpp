@@ -13,7 +13,6 @@ namespace vkube::apiserver {
 
 namespace {
 
-constexpr const char* kCrdCleanupFinalizer = crd::kCleanupFinalizer;
 
 // A DELETE's options: its DeleteOptions body, then the query parameters
 // (kube reads those only without a body; here they win, and a dryRun in
@@ -103,7 +102,6 @@ Result<DeleteOptions> delete_options_from(const json& body) {
 Result<Deleted> delete_one(Context& c, const std::string& ns, const std::string& name,
                            const DeleteOptions& o) {
   const std::string key = Registry::key(c.kind, ns, name);
-  const api::Resource& r = c.resource();
   // A conflict here is a write to the same object still being committed
   // (the read came from the watch cache): retry until it lands, as kube's
   // GuaranteedUpdate retries until its deadline, rather than answer 409 to
@@ -135,23 +133,17 @@ Result<Deleted> delete_one(Context& c, const std::string& ns, const std::string&
       nmeta["finalizers"].push_back("orphan");
       changed = true;
     }
-    // A CRD goes only after its custom resources (kube's CRD storage adds
-    // the cleanup finalizer at deletion; the CRD cleanup controller removes it).
-    if (r.plural == "customresourcedefinitions" && r.gv.group == "apiextensions.k8s.io" &&
-        !nmeta.contains("deletionTimestamp") && !has_finalizer(nmeta, kCrdCleanupFinalizer)) {
-      nmeta["finalizers"].push_back(kCrdCleanupFinalizer);
+    // A kind may add a finalizer of its own when deletion starts: a CRD goes
+    // only after its custom resources (the CRD cleanup controller removes it).
+    const builtin::Strategy& st = c.kind.strategy;
+    if (st.deletion_finalizer != nullptr && !nmeta.contains("deletionTimestamp") &&
+        !has_finalizer(nmeta, st.deletion_finalizer)) {
+      nmeta["finalizers"].push_back(st.deletion_finalizer);
       changed = true;
     }
     // Graceful deletion: a pod on a node lingers until its kubelet confirms.
-    int64_t grace = 0;
-    if (r.plural == "pods" && r.gv.group.empty() && !str_at(cur["spec"], "nodeName").empty() &&
-        str_at(cur["status"], "phase") != "Succeeded" && str_at(cur["status"], "phase") != "Failed") {
-      grace = o.grace_period.value_or(cur["spec"].value("terminationGracePeriodSeconds", int64_t{30}));
-      if (grace < 0) grace = 0;
-    }
-    const bool namespace_finalizers = r.plural == "namespaces" && r.gv.group.empty() &&
-                                      cur.contains("spec") && cur["spec"].is_object() &&
-                                      !cur["spec"].value("finalizers", json::array()).empty();
+    const int64_t grace = st.grace_period ? st.grace_period(cur, o.grace_period) : 0;
+    const bool namespace_finalizers = st.held_by_own_finalizers && st.held_by_own_finalizers(cur);
     const bool finalizers = nmeta.contains("finalizers") && nmeta["finalizers"].is_array() &&
                             !nmeta["finalizers"].empty();
     if (finalizers || grace > 0 || namespace_finalizers) {
@@ -159,7 +151,7 @@ Result<Deleted> delete_one(Context& c, const std::string& ns, const std::string&
         nmeta["deletionTimestamp"] = format_rfc3339(now_unix() + grace);
         nmeta["deletionGracePeriodSeconds"] = grace;
         if (c.kind.has_generation) nmeta["generation"] = nmeta.value("generation", int64_t{1}) + 1;
-        if (r.plural == "namespaces" && r.gv.group.empty()) next["status"]["phase"] = "Terminating";
+        if (st.mark_terminating) st.mark_terminating(next);
         changed = true;
       } else if (grace < nmeta.value("deletionGracePeriodSeconds", int64_t{0}) && grace >= 0 &&
                  o.grace_period) {
@@ -187,7 +179,7 @@ Result<Deleted> delete_one(Context& c, const std::string& ns, const std::string&
       if (kv.status().code() == Code::kConflict || kv.status().code() == Code::kNotFound) continue;
       return kv.status();
     }
-    if (r.plural == "services" && r.gv.group.empty()) c.server.service_ips().release(cur);
+    if (st.allocates_cluster_ips) c.server.service_ips().release(cur);
     meta["resourceVersion"] = std::to_string(kv->mod_revision);
     return Deleted{std::move(cur), true};
   }
@@ -223,12 +215,12 @@ http::Response handle_delete(Context& c) {
   if (auto err = read_delete_options(c, &opts)) return error_response(*err);
   // The namespace lifecycle admission plugin keeps the system namespaces.
   const std::string& name = c.info.name;
-  if (c.resource().plural == "namespaces" && c.resource().gv.group.empty() &&
-      (name == "default" || name == "kube-system" || name == "kube-public"))
+  const std::vector<std::string>& kept = c.kind.strategy.undeletable;
+  if (std::find(kept.begin(), kept.end(), name) != kept.end())
     return error_response(ApiError(
-        Status(Code::kForbidden,
-               "namespaces \"" + name + "\" is forbidden: this namespace may not be deleted"),
-        {{"name", name}, {"kind", "namespaces"}}));
+        Status(Code::kForbidden, c.resource().plural + " \"" + name +
+                                     "\" is forbidden: this namespace may not be deleted"),
+        {{"name", name}, {"kind", c.resource().plural}}));
   if (auto err = admit_delete(c, c.info.namespace_, name, nullptr)) return error_response(*err);
   auto d = delete_one(c, c.info.namespace_, c.info.name, opts);
   if (!d.is_ok()) {

@@ -45,7 +45,7 @@ http::Response create_object(Context& c, json obj, bool track, bool may_defer = 
 // failure (a Service's IPs, a pod's GPU quota) and nothing to do after it (a
 // CRD is served at once). create_object() defers only then, and
 // Server::serves_without_blocking() runs only those creates on an I/O thread.
-bool create_may_defer(Server& s, const api::Resource& r);
+bool create_may_defer(Server& s, const Kind& k);
 
 // guaranteed_update whose managedFields step is `fields` (called with the
 // current and next object after prepare_update, before validation) instead

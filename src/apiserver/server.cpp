@@ -215,12 +215,12 @@ bool Server::serves_without_blocking(const http::Request& req) {
   // handler of their own, which waits): anything else would sync on the I/O
   // thread. Its answer must be the stored JSON, and a custom resource may be
   // stored in another version than the one created.
-  if (info.group.empty() && info.resource == "bindings") return false;
   std::string_view accept = req.header("Accept");
   if (wants_table(accept) || prefers_protobuf(accept)) return false;
   std::shared_ptr<const KindSet> kinds = registry_.snapshot();
   const Kind* kind = kinds->find(info.group, info.version, info.resource);
-  return kind != nullptr && !kind->custom && create_may_defer(*this, kind->resource);
+  return kind != nullptr && !kind->custom && kind->strategy.handler != builtin::Handler::kBinding &&
+         create_may_defer(*this, *kind);
 }
 
 http::Response Server::chain(http::Request& req, const RequestInfo& info) {
@@ -319,7 +319,8 @@ http::Response Server::route(http::Request& req, const RequestInfo& info, const 
     return error_response(
         {Status::not_found("the server could not find the requested resource"), json::object()});
   }
-  if (!kind->resource.namespaced && !info.namespace_.empty() && info.resource != "namespaces")
+  const builtin::Strategy& strategy = kind->strategy;
+  if (!kind->resource.namespaced && !info.namespace_.empty() && !strategy.is_namespace)
     return error_response(Status::not_found("the server could not find the requested resource"));
   Context ctx{*this, req, info, *kind, user, kinds, {}, {}};
   if (kind->custom && !kind->custom->deprecation_warning.empty())
@@ -328,11 +329,9 @@ http::Response Server::route(http::Request& req, const RequestInfo& info, const 
   if (!sub.empty() && !(sub == "status" && kind->resource.status_subresource) &&
       !(sub == "scale" && kind->resource.scale_subresource) &&
       !is_csr_subresource(kind->resource, sub) &&
-      !(sub == "finalize" && info.resource == "namespaces") &&
-      !(sub == "token" && info.resource == "serviceaccounts" && info.group.empty()) &&
-      !(sub == "binding" && info.resource == "pods" && info.group.empty()) &&
-      !(sub == "eviction" && info.resource == "pods" && info.group.empty()) &&
-      !(info.resource == "pods" && info.group.empty() && is_pod_connect_subresource(sub)))
+      std::find(strategy.subresources.begin(), strategy.subresources.end(), sub) ==
+          strategy.subresources.end() &&
+      !(strategy.connect && is_pod_connect_subresource(sub)))
     return error_response(Status::not_found("the server could not find the requested resource"));
 
   http::Response resp;
@@ -341,17 +340,16 @@ http::Response Server::route(http::Request& req, const RequestInfo& info, const 
   if (sub.empty() && std::find(kind->resource.verbs.begin(), kind->resource.verbs.end(), verb) ==
                          kind->resource.verbs.end())
     return error_response(method_not_supported(kind->resource, verb));
-  if (info.resource == "pods" && info.group.empty() && is_pod_connect_subresource(sub))
-    return handle_pod_connect(ctx);
+  if (strategy.connect && is_pod_connect_subresource(sub)) return handle_pod_connect(ctx);
   if (sub == "eviction") return handle_eviction(ctx);
   if (sub == "token") {
     if (verb != "create") return error_response(method_not_supported(kind->resource, verb));
     return handle_token_request(ctx);
   }
-  const bool binding = info.group.empty() && (sub == "binding" || info.resource == "bindings");
-  if (binding) resp = handle_binding(ctx);
-  else if (kind->create_only) resp = handle_review(ctx);
-  else if (info.group == "metrics.k8s.io") resp = handle_metrics(ctx);
+  using builtin::Handler;
+  if (strategy.handler == Handler::kBinding || sub == "binding") resp = handle_binding(ctx);
+  else if (strategy.handler == Handler::kReview) resp = handle_review(ctx);
+  else if (strategy.handler == Handler::kMetrics) resp = handle_metrics(ctx);
   else if (verb == "get") resp = handle_get(ctx);
   else if (verb == "list") resp = handle_list(ctx);
   else if (verb == "watch" && prefers_yaml(ctx.req.header("Accept")))  // YAML has no stream form
@@ -369,7 +367,7 @@ http::Response Server::route(http::Request& req, const RequestInfo& info, const 
   // A CRD write changes what is served: bring the registry (and the CRD's
   // status) up to date before answering, so the kind is served at once.
   if (verb != "get" && verb != "list" && verb != "watch" && !resp.deferred && resp.status < 300 &&
-      info.resource == "customresourcedefinitions" && info.group == "apiextensions.k8s.io") {
+      strategy.defines_kinds) {
     if (verb == "deletecollection") load_crds(*this);
     else sync_crd(*this, info.name.empty() ? ctx.created_name : info.name);
   }

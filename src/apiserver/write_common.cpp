@@ -232,6 +232,7 @@ std::optional<ApiError> admit_namespace(Context& c, const std::string& ns,
 }
 
 http::Response object_response(Context& c, int code, json obj) {
+  builtin::convert_to(c.kind.strategy, obj, c.resource().gv.version);
   if (Status s = convert_custom(c.server, c.kind, obj, c.resource().gv.api_version()); !s.is_ok())
     return error_response(conversion_error(s));
   if (wants_table(c.req.header("Accept"))) {
@@ -272,16 +273,13 @@ json without(const json& obj, std::initializer_list<const char*> keys) {
   return copy;
 }
 
-bool being_deleted_and_finalized(const json& obj) {
+bool being_deleted_and_finalized(const Kind& k, const json& obj) {
   const json& meta = obj["metadata"];
   if (!meta.contains("deletionTimestamp")) return false;
   if (meta.contains("finalizers") && meta["finalizers"].is_array() && !meta["finalizers"].empty())
     return false;
   // Namespaces also wait for spec.finalizers (the namespace controller's).
-  if (obj.contains("spec") && obj["spec"].is_object() && obj["spec"].contains("finalizers") &&
-      obj["kind"] == "Namespace" && !obj["spec"]["finalizers"].empty())
-    return false;
-  return true;
+  return !(k.strategy.held_by_own_finalizers && k.strategy.held_by_own_finalizers(obj));
 }
 
 }  // namespace
@@ -307,11 +305,9 @@ void prepare_update(Context& c, const json& cur, json& next) {
       if (cur.contains("status")) next["status"] = cur["status"];
       else next.erase("status");
     }
-    if (c.resource().plural == "namespaces" && c.resource().gv.group.empty()) {
-      // spec.finalizers changes only through /finalize.
-      if (cur.contains("spec")) next["spec"] = cur["spec"];
-    }
+    if (c.kind.strategy.prepare_for_update) c.kind.strategy.prepare_for_update(cur, next);
   }
+  if (c.kind.strategy.normalize_status) c.kind.strategy.normalize_status(next);
   json& m = next["metadata"];
   const json& cm = cur["metadata"];
   for (const char* k : {"uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
@@ -358,7 +354,7 @@ Result<std::optional<json>> commit_update(Context& c, const std::string& key, co
     for (auto& w : kind_warnings(c.kind, next))
       if (std::find(c.warnings.begin(), c.warnings.end(), w) == c.warnings.end())
         c.warnings.push_back(std::move(w));
-  if (being_deleted_and_finalized(next)) {
+  if (being_deleted_and_finalized(c.kind, next)) {
     if (c.dry_run()) return std::optional<json>();
     auto kv = b.remove(key, expected);
     if (!kv.is_ok()) return kv.status();
@@ -366,7 +362,14 @@ Result<std::optional<json>> commit_update(Context& c, const std::string& key, co
   }
   // As kube's storage does, a write that changes nothing is not made: the
   // object keeps its resourceVersion and watchers see no event.
-  if (unchanged(cur, next)) return std::optional<json>(cur);
+  if (c.kind.strategy.convert) {
+    // `cur` was read in the version served; the comparison is in the stored one.
+    json stored = cur;
+    builtin::convert_to(c.kind.strategy, stored, c.kind.strategy.storage_version);
+    if (unchanged(stored, next)) return std::optional<json>(cur);
+  } else if (unchanged(cur, next)) {
+    return std::optional<json>(cur);
+  }
   if (c.dry_run()) {
     // Nothing is written, so the object keeps the revision it has.
     next["metadata"]["resourceVersion"] = std::to_string(expected);
