@@ -223,6 +223,15 @@ struct Up {
   std::string tenant = "lab";
   std::optional<Process> proc;
 
+  ~Up() {
+    proc.reset();  // killed if it still runs
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    // No Cluster here to check the connection guard: the same check as its destructor's.
+    for (const std::string& line : take_connect_guard_findings())
+      FAIL_CHECK("a connection outside 127.0.0.0/8 was attempted: " << line);
+  }
+
   static std::string temp() {
     std::string tmpl = (std::filesystem::temp_directory_path() / "vkube-emb-XXXXXX").string();
     REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
