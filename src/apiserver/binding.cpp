@@ -127,7 +127,7 @@ http::Response handle_binding(Context& c) {
   const Kind* pod_kind = reg.builtin("", "v1", "pods");
   if (binding_kind == nullptr || pod_kind == nullptr)
     return error_response(Status::internal("the built-in table lacks pods or bindings"));
-  const bool legacy = c.info.resource == "bindings";
+  const bool legacy = c.kind.strategy.handler == builtin::Handler::kBinding;
   if (c.info.verb != "create" || (legacy && !c.info.name.empty()))
     return error_response(
         method_not_supported(legacy ? binding_kind->resource : pod_kind->resource, c.info.verb));

@@ -202,15 +202,13 @@ gpu::GpuUsage GpuQuotaAdmission::used() {
 
 std::optional<ApiError> admit_gpu_quota(Context& c, const json& pod, const std::string& name) {
   GpuQuotaAdmission* q = c.server.gpu_quota();
-  const api::Resource& r = c.resource();
-  if (q == nullptr || r.plural != "pods" || !r.gv.group.empty()) return std::nullopt;
+  if (q == nullptr || !c.kind.strategy.gpu_quota_counted) return std::nullopt;
   return q->admit(pod, name, c.dry_run());
 }
 
 void release_gpu_quota(Context& c, const json& pod) {
-  const api::Resource& r = c.resource();
-  if (GpuQuotaAdmission* q = c.server.gpu_quota(); q != nullptr && r.plural == "pods")
-    q->release(pod);
+  GpuQuotaAdmission* q = c.server.gpu_quota();
+  if (q != nullptr && c.kind.strategy.gpu_quota_counted) q->release(pod);
 }
 
 }  // namespace vkube::apiserver
