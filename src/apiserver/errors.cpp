@@ -215,15 +215,21 @@ class OrderedWriter {
   void object(const json& v, const Shape& shape) {
     out_ += '{';
     bool first = true;
+    size_t listed_seen = 0;
     for (const Key& k : shape) {
       auto it = v.find(k.name);
       if (it == v.end()) continue;
+      ++listed_seen;
       if (!first) out_ += ',';
       first = false;
       out_ += '"';  // a Shape's names need no escaping
       out_ += k.name;
       out_ += "\":";
       value(*it, k.shape);
+    }
+    if (listed_seen == v.size()) {  // the common case: no other keys
+      out_ += '}';
+      return;
     }
     for (auto it = v.begin(); it != v.end(); ++it) {
       bool listed = false;
