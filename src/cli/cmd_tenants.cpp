@@ -18,6 +18,7 @@
 #include "command.h"
 #include "kinds.h"
 #include "tenant_sync.h"
+#include "vkube/apiserver/apiserver.h"
 #include "vkube/cli/manifests.h"
 #include "vkube/common/base64.h"
 #include "vkube/gpu/quota.h"
@@ -404,6 +405,9 @@ int run_create(const Args& args) {
   std::string& service_types = flags.add_string(
       "allowed-service-types", "",
       "the host policy: Service types copied to the host (default ClusterIP)");
+  std::string& service_cidr = flags.add_string(
+      "service-cluster-ip-range", "",
+      "the tenant's Service range, an IPv4 CIDR as kube-apiserver's flag (default 10.96.0.0/12)");
   std::string& image = flags.add_string("image", "", "the vkube image (default: the manifest's)");
   bool& unsandboxed = flags.add_bool(
       "unsandboxed-local-pods", false,
@@ -424,6 +428,9 @@ int run_create(const Args& args) {
     return fail("--gpu-sharing must be milli, time-slicing, hami or kai, got '" + sharing + "'");
   if (auto q = gpu::parse_gpu_quota(gpu_quota); !q.is_ok())
     return fail("--gpu-quota: " + q.status().message());
+  if (!service_cidr.empty())
+    if (auto r = apiserver::parse_service_cidr(service_cidr); !r.is_ok())
+      return fail(r.status().message());
   // Checked here as `vkube serve` will check them, so a typo fails now.
   if (auto t = syncer::parse_toleration_rules(tolerations); !t.is_ok())
     return fail("--allowed-tolerations: " + t.status().message());
@@ -445,6 +452,7 @@ int run_create(const Args& args) {
   spec.pod_security = pod_security;
   spec.gpu_sharing = sharing;
   spec.gpu_quota = gpu_quota;
+  spec.service_cidr = service_cidr;
   spec.allowed_tolerations = tolerations;
   spec.allowed_node_selector_keys = node_keys;
   spec.allowed_runtime_classes = runtime_classes;

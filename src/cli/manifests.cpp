@@ -124,6 +124,7 @@ Result<std::vector<json>> tenant_objects(std::string_view yaml, const TenantSpec
       set_flag(args, "allowed-node-selector-keys", spec.allowed_node_selector_keys);
       set_flag(args, "allowed-runtime-classes", spec.allowed_runtime_classes);
       set_flag(args, "allowed-service-types", spec.allowed_service_types);
+      set_flag(args, "service-cluster-ip-range", spec.service_cidr);
     }
   }
   return out;

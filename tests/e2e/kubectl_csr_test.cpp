@@ -145,3 +145,17 @@ TEST_CASE("every tenant has the kubernetes Service in its service range", "[e2e]
 }
 
 }  // namespace vkube::e2e
+
+namespace vkube::e2e {
+
+TEST_CASE("vkube host has the kubernetes Service too, in the range it was given", "[e2e][csr]") {
+  Cluster host(Cluster::Host{{"--nodes", "1", "--service-cluster-ip-range", "10.112.0.0/20"}, {}});
+  nlohmann::json svc = host.get_json({"svc", "kubernetes", "-n", "default"});
+  CHECK(svc["spec"]["clusterIP"] == "10.112.0.1");
+  nlohmann::json slice = host.get_json({"endpointslices", "kubernetes", "-n", "default"});
+  const std::string port = host.url().substr(host.url().rfind(':') + 1);
+  CHECK(slice["ports"][0]["port"] == std::stoi(port));
+  CHECK(slice["endpoints"][0]["addresses"][0] == "127.0.0.1");
+}
+
+}  // namespace vkube::e2e

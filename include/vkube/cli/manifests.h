@@ -41,6 +41,8 @@ struct TenantSpec {
   std::string allowed_node_selector_keys;
   std::string allowed_runtime_classes;
   std::string allowed_service_types;
+  // The tenant's --service-cluster-ip-range (empty: vkube serve's default).
+  std::string service_cidr;
   // On `vkube host`: the tenant's pods of the vkube image run as processes
   // of the machine, not sandboxed (the namespace label
   // vkube.io/unsandboxed-local-pods=true). Tests of logs, exec and

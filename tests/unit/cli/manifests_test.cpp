@@ -30,6 +30,7 @@ TEST_CASE("manifests: the embedded chart rendering is made for one tenant", "[cl
   spec.pod_security = "restricted";
   spec.gpu_sharing = "kai";
   spec.gpu_quota = "gpus=8";
+  spec.service_cidr = "10.100.0.0/16";
   auto objects = tenant_objects(tenant_manifest(), spec);
   REQUIRE(objects.is_ok());
   std::set<std::string> kinds;
@@ -57,6 +58,7 @@ TEST_CASE("manifests: the embedded chart rendering is made for one tenant", "[cl
   CHECK(has("--pod-security=restricted"));
   CHECK(has("--host-gpu-sharing=kai"));
   CHECK(has("--gpu-quota=gpus=8"));
+  CHECK(has("--service-cluster-ip-range=10.100.0.0/16"));
   CHECK(has("--kubeconfig-secret=vkube-kubeconfig"));
   const json* crb = find(*objects, "ClusterRoleBinding");
   REQUIRE(crb != nullptr);
