@@ -54,15 +54,21 @@ std::vector<json> requests(Cluster& c) {
   return out;
 }
 
-std::string wardle(const std::string& port, const std::string& ca) {
+// A selector-less Service whose Endpoints name the local server: how a bare `vkube serve`
+// reaches it without a host.
+std::string service_only(const std::string& port) {
   return "apiVersion: v1\nkind: Service\nmetadata: {name: wardle}\nspec:\n"
          "  ports: [{name: https, port: 443, targetPort: " +
          port +
          "}]\n---\n"
          "apiVersion: v1\nkind: Endpoints\nmetadata: {name: wardle}\nsubsets:\n"
          "- addresses: [{ip: 127.0.0.1}]\n  ports: [{name: https, port: " +
-         port +
-         "}]\n---\n"
+         port + "}]\n";
+}
+
+std::string wardle(const std::string& port, const std::string& ca) {
+  return service_only(port) +
+         "---\n"
          "apiVersion: apiregistration.k8s.io/v1\nkind: APIService\n"
          "metadata: {name: v1alpha1.wardle.example.com}\nspec:\n"
          "  group: wardle.example.com\n  version: v1alpha1\n"
@@ -250,6 +256,38 @@ TEST_CASE("CRD conversion webhook: stored in v1, served in v2 and back", "[e2e][
   CHECK_THAT(c.kubectl({"get", "crontabs.v2.stable.example.com", "web"}),
              FailedWith("conversion webhook for stable.example.com/v1, Kind=CronTab failed: "
                         "refusing to convert a failing object"));
+
+  // The same webhook named by a Service of the tenant (its Endpoints at 127.0.0.1), as charts
+  // install conversion webhooks; after the storage version moves to v2, objects stored in v1
+  // are still served converted, and a write stores them in v2.
+  REQUIRE_THAT(c.kubectl({"apply", "-f", c.file("svc.yaml", service_only(port))}), Succeeded());
+  std::string gizmos = replaced(replaced(replaced(crd, "crontab", "gizmo"), "CronTab", "Gizmo"),
+                                "url: https://127.0.0.1:" + port + "/convert",
+                                "service: {namespace: default, name: wardle, path: /convert}");
+  REQUIRE_THAT(c.kubectl({"apply", "-f", c.file("gizmos.yaml", gizmos)}), Succeeded());
+  REQUIRE(eventually([&] {
+    return c.kubectl({"get", "gizmos.v2.stable.example.com"}).exit_code == 0;
+  }));
+  REQUIRE_THAT(c.kubectl({"apply", "-f",
+                          c.file("g.yaml",
+                                 "apiVersion: stable.example.com/v1\n"
+                                 "kind: Gizmo\nmetadata: {name: g}\n"
+                                 "spec: {hostPort: \"db:5432\"}\n")}),
+               Succeeded());
+  json g2 = c.get_json({"gizmos.v2.stable.example.com", "g"});
+  CHECK(g2["spec"].value("host", "") == "db");
+  CHECK(g2["spec"].value("port", "") == "5432");
+  const std::string v2_storage =
+      replaced(replaced(replaced(gizmos, "storage: true", "storage: was"), "storage: false",
+                        "storage: true"),
+               "storage: was", "storage: false");
+  REQUIRE_THAT(c.kubectl({"apply", "-f", c.file("gizmos2.yaml", v2_storage)}), Succeeded());
+  json still = c.get_json({"gizmos.v2.stable.example.com", "g"});
+  CHECK(still["spec"].value("host", "") == "db");
+  REQUIRE_THAT(c.kubectl({"label", "gizmos.v2.stable.example.com", "g", "moved=yes"}), Succeeded());
+  json v1_view = c.get_json({"gizmos.v1.stable.example.com", "g"});
+  CHECK(v1_view["spec"].value("hostPort", "") == "db:5432");
+  CHECK(v1_view["metadata"]["labels"].value("moved", "") == "yes");
 }
 
 }  // namespace
