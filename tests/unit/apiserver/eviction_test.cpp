@@ -3,6 +3,9 @@
 // would): kube's answers for allowed, refused, dry-run and odd evictions.
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <thread>
+
 #include <nlohmann/json.hpp>
 
 #include "support/admin_server.h"
@@ -196,6 +199,46 @@ TEST_CASE("eviction errors are kube's", "[apiserver][eviction]") {
     CHECK(s.evict("a", nullptr, "", "policy/v1beta1").status == 201);
     CHECK_FALSE(s.exists("a"));
   }
+}
+
+TEST_CASE("evicting takes create on pods/eviction", "[apiserver][eviction]") {
+  Server s;
+  s.pod("a");
+  auto evict_as = [&](const std::string& user) {
+    http::Request req = testing::request("POST", kPods + "/a/eviction");
+    req.peer = http::PeerCertificate{user, {}};
+    req.body =
+        json({{"apiVersion", "policy/v1"}, {"kind", "Eviction"}, {"metadata", {{"name", "a"}}}})
+            .dump();
+    req.headers.push_back({"Content-Type", "application/json"});
+    return s.api->handle(req);
+  };
+  auto r = evict_as("bob");
+  REQUIRE(r.status == 403);
+  CHECK(json::parse(r.body)["message"] ==
+        "pods \"a\" is forbidden: User \"bob\" cannot create resource \"pods/eviction\" in API "
+        "group \"\" in the namespace \"w\"");
+  json role = {
+      {"metadata", {{"name", "evictor"}}},
+      {"rules", {{{"apiGroups", {""}}, {"resources", {"pods/eviction"}}, {"verbs", {"create"}}}}}};
+  REQUIRE(s.call("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/w/roles", role).status ==
+          201);
+  json binding = {
+      {"metadata", {{"name", "evictor"}}},
+      {"roleRef",
+       {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", "evictor"}}},
+      {"subjects",
+       {{{"kind", "User"}, {"name", "alice"}, {"apiGroup", "rbac.authorization.k8s.io"}}}}};
+  REQUIRE(s.call("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/w/rolebindings", binding)
+              .status == 201);
+  int status = 0;
+  for (int i = 0; i < 100 && status != 201;
+       ++i) {  // the authorizer learns of the grant by watching
+    status = evict_as("alice").status;
+    if (status != 201) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  CHECK(status == 201);
+  CHECK_FALSE(s.exists("a"));
 }
 
 TEST_CASE("discovery lists pods/eviction as kubectl drain looks for it", "[apiserver][eviction]") {
