@@ -29,6 +29,8 @@ constexpr milliseconds kLocalStartRetry = std::chrono::seconds(2);
 // How soon a pod waiting for a missing Secret or ConfigMap looks again (the
 // kubelet's volume manager retries within seconds too).
 constexpr milliseconds kMountRetry(500);
+// The exit code a container runtime reports for a container a reboot ended.
+constexpr int kUnknownExit = 255;
 
 // A restart back-off as the kubelet's: 1 s, doubling, at most 30 s (not
 // reset by a short run here; a ready start resets it).
@@ -164,6 +166,7 @@ void Agent::start(int workers) {
     t.node = node;
     t.ip = *ip;
     t.local = local_ && local_->runs(*p);
+    t.from_last_run = t.local;
     save(key_of(*p), t);
   }
   for (int i = 0; i < std::max(workers, 1); ++i) workers_.emplace_back([this] { work(); });
@@ -478,6 +481,16 @@ Status Agent::run_local(const std::string& key, const json& pod, Tracked& t) {
       status["podIP"] = ip;
       status["podIPs"] = json::array({{{"ip", ip}}});
       save(key, t);
+      return write_status(pod, std::move(status));  // the write queues it again
+    }
+    if (t.from_last_run) {
+      // As a kubelet after a reboot: the container that ran is gone (its log is the
+      // previous one now), and the one started counts as a restart.
+      t.from_last_run = false;
+      save(key, t);
+      json status = restarted_status(pod, kUnknownExit, rfc3339(wall()));
+      for (json& c : status["containerStatuses"])
+        c["lastState"]["terminated"]["reason"] = "Unknown";
       return write_status(pod, std::move(status));  // the write queues it again
     }
     Status s = local_->start(key, pod, ip);

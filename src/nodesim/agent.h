@@ -65,7 +65,8 @@ class Agent {
     int failed_starts = 0;                         // of the local process, in a row
     milliseconds_t backoff{0};                     // before a local process starts again
     std::optional<Steady::time_point> restart_at;  // ... not before this
-    std::string mount_warned;  // the volume a FailedMount event was recorded for
+    std::string mount_warned;    // the volume a FailedMount event was recorded for
+    bool from_last_run = false;  // a local pod running before this agent started
   };
 
   int node_index(std::string_view name) const;

@@ -298,8 +298,13 @@ TEST_CASE("killing vkube up with SIGKILL takes the host and its tenant with it; 
   CHECK(eventually([&] { return !alive(hosts[0]); }, seconds(20)));
   for (pid_t t : tenants) CHECK(eventually([&] { return !alive(t); }, seconds(20)));
 
-  // Started again: the tenant's last log is its previous container's.
+  // Started again: the tenant's last log is its previous container's, and the
+  // container counts a restart, as after a node's reboot.
   up.start();
+  CHECK(up.kubectl("host", {"get", "pod", "-n", "vkube-lab", "vkube-0", "-o",
+                            "jsonpath={.status.containerStatuses[0].restartCount} "
+                            "{.status.containerStatuses[0].lastState.terminated.reason}"})
+            .out == "1 Unknown");
   Result previous = up.kubectl("host", {"logs", "-n", "vkube-lab", "vkube-0", "--previous"});
   INFO(previous);
   CHECK_THAT(previous, Succeeded());
