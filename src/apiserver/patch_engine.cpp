@@ -17,10 +17,11 @@ Result<PatchType> patch_type(std::string_view ct) {
   if (ct == "application/merge-patch+json") return PatchType::kMerge;
   if (ct == "application/strategic-merge-patch+json") return PatchType::kStrategic;
   if (ct == "application/apply-patch+yaml") return PatchType::kApply;
+  // kube's NewUnsupportedMediaTypeError with the patch types it serves.
   return Status(Code::kUnsupportedMediaType,
-                "the server does not support patches of type \"" + std::string(ct) +
-                    "\": use application/json-patch+json, application/merge-patch+json, "
-                    "application/strategic-merge-patch+json or application/apply-patch+yaml");
+                "the body of the request was in an unknown format - accepted media types include: "
+                "application/json-patch+json, application/merge-patch+json, "
+                "application/strategic-merge-patch+json, application/apply-patch+yaml");
 }
 
 namespace {

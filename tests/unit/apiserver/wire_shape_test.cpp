@@ -210,7 +210,12 @@ TEST_CASE("Accept: application/yaml answers objects, lists and errors in YAML; w
   CHECK(watch.body.starts_with("apiVersion: v1\ncode: 406\n"));
   CHECK(watch.body.find("application/vnd.kubernetes.protobuf;stream=watch") != std::string::npos);
   // A PATCH has its own media types.
-  CHECK(s.call("PATCH", kCms + "/yml", "data: {}\n", "application/yaml").status == 415);
+  auto patch = s.call("PATCH", kCms + "/yml", "data: {}\n", "application/yaml");
+  CHECK(patch.status == 415);
+  CHECK(json::parse(patch.body)["message"] ==
+        "the body of the request was in an unknown format - accepted media types include: "
+        "application/json-patch+json, application/merge-patch+json, "
+        "application/strategic-merge-patch+json, application/apply-patch+yaml");
 }
 
 TEST_CASE("a patch whose result does not decode is refused in kube's words",
