@@ -343,6 +343,30 @@ Status create_tenant(Client& c, const TenantSpec& spec) {
   return Status::ok();
 }
 
+// The RBAC objects of an existing tenant made as the manifest makes them now:
+// a tenant made by an older vkube lacks what newer features need (the
+// metrics.k8s.io rules of `kubectl top`), and `vkube up` reuses its tenant.
+Status refresh_rbac(Client& c, const TenantSpec& spec) {
+  auto objects = tenant_objects(tenant_manifest(), spec);
+  if (!objects.is_ok()) return objects.status();
+  for (json obj : *objects) {
+    const std::string kind = obj.value("kind", "");
+    if (kind != "Role" && kind != "ClusterRole") continue;
+    const std::string path = path_of(obj) + "/" + str_at(obj, {"metadata", "name"});
+    auto got = c.call("GET", path);
+    if (got.code == 404) {
+      got = c.call("POST", path_of(obj), obj);
+    } else if (got.ok() && got.body.value("rules", json::array()) != obj["rules"]) {
+      obj["metadata"]["resourceVersion"] = str_at(got.body, {"metadata", "resourceVersion"});
+      got = c.call("PUT", path, obj);
+    }
+    if (!got.ok())
+      return Status::unavailable("updating " + kind + " " + str_at(obj, {"metadata", "name"}) +
+                                 ": " + got.message());
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<std::string> ensure_tenant(const std::string& host_kubeconfig, const std::string& name,
@@ -364,6 +388,8 @@ Result<std::string> ensure_tenant(const std::string& host_kubeconfig, const std:
     VKUBE_RETURN_IF_ERROR(create_tenant(c, spec));
   } else if (!got.ok()) {
     return Status::unavailable("reading namespace " + spec.ns + ": " + got.message());
+  } else {
+    VKUBE_RETURN_IF_ERROR(refresh_rbac(c, spec));
   }
   VKUBE_RETURN_IF_ERROR(await_tenant(c, spec.ns, "", out, deadline, nullptr));
   std::ifstream in(out);
@@ -402,9 +428,9 @@ int run_create(const Args& args) {
       "the host policy: node labels the tenant's pods may select, key or prefix*,... or none");
   std::string& runtime_classes = flags.add_string(
       "allowed-runtime-classes", "", "the host policy: runtimeClassNames the tenant may use");
-  std::string& service_types = flags.add_string(
-      "allowed-service-types", "",
-      "the host policy: Service types copied to the host (default ClusterIP)");
+  std::string& service_types =
+      flags.add_string("allowed-service-types", "",
+                       "the host policy: Service types copied to the host (default ClusterIP)");
   std::string& service_cidr = flags.add_string(
       "service-cluster-ip-range", "",
       "the tenant's Service range, an IPv4 CIDR as kube-apiserver's flag (default 10.96.0.0/12)");
