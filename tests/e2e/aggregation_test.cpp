@@ -156,6 +156,44 @@ TEST_CASE("APIServices: Local ones for built-in groups, an aggregated server pro
   CHECK(shown.out.find("False (FailedDiscoveryCheck)") != std::string::npos);
 }
 
+// The Python client's own e2e check (test_create_apiservice_from_yaml_with_conflict), adapted
+// only in its setup: an APIService for a Service that does not exist.
+TEST_CASE("the Python client creates APIServices; a missing Service shows ServiceNotFound",
+          "[e2e][aggregation]") {
+  Cluster c;
+  c.file("api-service.yaml",
+         "apiVersion: apiregistration.k8s.io/v1\nkind: APIService\n"
+         "metadata: {name: v1alpha1.wardle.k8s.io}\nspec:\n  insecureSkipTLSVerify: true\n"
+         "  group: wardle.k8s.io\n  groupPriorityMinimum: 1000\n  versionPriority: 15\n"
+         "  service: {name: api, namespace: wardle}\n  version: v1alpha1\n");
+  const std::string script =
+      "import os\nfrom kubernetes import client, config, utils\nconfig.load_kube_config()\n"
+      "k = client.ApiClient()\npath = os.path.join('" +
+      c.dir() +
+      "', 'api-service.yaml')\n"
+      "utils.create_from_yaml(k, path)\nreg = client.ApiregistrationV1Api(k)\n"
+      "s = reg.read_api_service(name='v1alpha1.wardle.k8s.io')\n"
+      "print(s.spec.group, s.spec.version, s.spec.service.port)\n"
+      "try:\n  utils.create_from_yaml(k, path)\nexcept utils.FailToCreateError as e:\n"
+      "  print(str(e), end='')\n";
+  Result py = c.run({kPython, "-c", script}, seconds(60));
+  INFO(py);
+  REQUIRE_THAT(py, Succeeded());
+  CHECK(py.out.find("wardle.k8s.io v1alpha1 443") != std::string::npos);
+  CHECK(py.out.find(
+            "Error from server (Conflict): {\"kind\":\"Status\",\"apiVersion\":\"v1\","
+            "\"metadata\":{},\"status\":\"Failure\",\"message\":\"apiservices.apiregistration."
+            "k8s.io \\\"v1alpha1.wardle.k8s.io\\\" already exists\",\"reason\":\"AlreadyExists\","
+            "\"details\":{\"name\":\"v1alpha1.wardle.k8s.io\",\"group\":\"apiregistration.k8s.io\","
+            "\"kind\":\"apiservices\"},\"code\":409}\n") != std::string::npos);
+  REQUIRE(eventually([&] {
+    return c.kubectl({"get", "apiservice", "v1alpha1.wardle.k8s.io"})
+               .out.find("False (ServiceNotFound)") != std::string::npos;
+  }));
+  CHECK_THAT(c.kubectl({"get", "--raw", "/apis/wardle.k8s.io/v1alpha1"}),
+             FailedWith("the server is currently unable to handle the request"));
+}
+
 constexpr const char* kConvertedCrd = R"(apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata: {name: crontabs.stable.example.com}

@@ -307,6 +307,10 @@ void apply_defaults(const api::Resource& r, json& obj) {
         set_default(*conversion, "strategy", "None");
       }
     }
+  } else if (g == "apiregistration.k8s.io") {
+    // An APIService's Service port is 443 unless given (v1 defaulting).
+    if (json* spec = get_object(obj, "spec"))
+      if (json* service = get_object(*spec, "service")) set_default(*service, "port", 443);
   }
 }
 
