@@ -45,14 +45,14 @@ void default_conditions(json& next, const json& cur) {
   const std::string now = now_rfc3339();
   for (json& c : list) {
     if (!c.is_object()) continue;
-    if (c.value("status", "").empty()) c["status"] = "True";
+    if (str_at(c, "status").empty()) c["status"] = "True";
     if (c.value("lastUpdateTime", json()).is_null()) c["lastUpdateTime"] = now;
     if (!c.value("lastTransitionTime", json()).is_null()) continue;
-    std::string transition = now;
+    json transition = now;
     for (const json& o : before) {
       if (o.is_object() && o.value("type", json()) == c["type"] &&
           o.value("status", json()) == c["status"] && o.contains("lastTransitionTime")) {
-        transition = o["lastTransitionTime"].get<std::string>();
+        transition = o["lastTransitionTime"];
         break;
       }
     }
@@ -92,7 +92,7 @@ bool authorized_for_signer(Context& c, const std::string& verb, const std::strin
 // kube's CertificateSubjectRestriction plugin.
 std::optional<ApiError> restrict_subject(const Context& c, const json& obj) {
   const json& spec = section(obj, "spec");
-  if (spec.value("signerName", "") != kApiServerClientSigner) return std::nullopt;
+  if (str_at(spec, "signerName") != kApiServerClientSigner) return std::nullopt;
   const json& request = spec.value("request", json());
   auto pem = request.is_string() ? base64_decode(request.get<std::string>()) : std::nullopt;
   if (!pem) return std::nullopt;  // validation refused it already
@@ -184,7 +184,7 @@ std::optional<ApiError> admit_csr(Context& c, const json& obj, const json* old) 
   if (old == nullptr) return restrict_subject(c, obj);
   // Checked against the stored signer, so a write cannot dodge it by
   // naming another.
-  const std::string signer = section(*old, "spec").value("signerName", "");
+  const std::string signer = str_at(section(*old, "spec"), "signerName");
   if (c.info.subresource == "approval" && !authorized_for_signer(c, "approve", signer))
     return csr_forbidden(
         c, name, "user not permitted to approve requests with signerName \"" + signer + "\"");

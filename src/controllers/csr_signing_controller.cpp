@@ -24,12 +24,19 @@ const ResourceKey kCsrs{"certificates.k8s.io", "certificatesigningrequests"};
 constexpr std::chrono::seconds kMaxTtl = std::chrono::hours(24 * 365);
 constexpr std::chrono::seconds kMinTtl = std::chrono::minutes(10);
 
+// The string at obj[key]; "" when absent or not a string (stored objects
+// are well typed, but nothing here may throw on one that is not).
+std::string text_at(const json& obj, const char* key) {
+  if (!obj.is_object()) return "";
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
 bool has_true_condition(const json& csr, const std::string& type) {
   const json status = csr.value("status", json::object());
   if (!status.is_object()) return false;
   for (const json& c : status.value("conditions", json::array()))
-    if (c.is_object() && c.value("type", "") == type && c.value("status", "") == "True")
-      return true;
+    if (text_at(c, "type") == type && text_at(c, "status") == "True") return true;
   return false;
 }
 
@@ -73,13 +80,13 @@ class CsrSigningController final : public Controller {
         has_true_condition(*csr, "Failed"))
       return Status::ok();
     const json spec = csr->value("spec", json::object());
-    if (!spec.is_object() || spec.value("signerName", "") != kSigner) return Status::ok();
+    if (text_at(spec, "signerName") != kSigner) return Status::ok();
     const json status = csr->value("status", json::object());
-    if (status.is_object() && !status.value("certificate", "").empty()) return Status::ok();
+    if (!text_at(status, "certificate").empty()) return Status::ok();
 
     json next = *csr;
     if (!next["status"].is_object()) next["status"] = json::object();
-    auto pem = base64_decode(spec.value("request", ""));
+    auto pem = base64_decode(text_at(spec, "request"));
     std::optional<std::string> problem = usage_problem(spec.value("usages", json::array()));
     if (!pem) problem = "unable to parse csr \"" + name + "\": illegal base64 data";
     if (problem) {
