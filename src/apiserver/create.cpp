@@ -34,6 +34,7 @@ std::optional<http::Response> stored_answer(const std::string& stored, storage::
   resp.status = 201;
   resp.set_header("Content-Type", "application/json");
   resp.body = std::move(*body);
+  resp.body += '\n';  // as kube's encoder ends a document
   return resp;
 }
 

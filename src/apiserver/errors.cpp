@@ -250,9 +250,13 @@ class OrderedWriter {
 
 }  // namespace
 
+void append_json(std::string& out, const json& body) {
+  OrderedWriter(out).value(body, shape_of(body));
+}
+
 std::string encode_json(const json& body) {
   std::string out;
-  OrderedWriter(out).value(body, shape_of(body));
+  append_json(out, body);
   // kube's JSON encoder ends every document with a newline.
   out += '\n';
   return out;

@@ -42,6 +42,9 @@ http::Response json_response(int code, const json& body);
 // (other objects keep nlohmann's sorted order), invalid UTF-8 replaced, and a
 // trailing newline.
 std::string encode_json(const json& body);
+// Appends `body` to `out` as encode_json writes it, without the newline (a
+// watch event's object).
+void append_json(std::string& out, const json& body);
 
 // The standard errors, worded as kube-apiserver words them.
 ApiError not_found(const api::Resource& r, const std::string& name);

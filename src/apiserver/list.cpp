@@ -22,8 +22,8 @@ http::Response raw_list(Context& c, const ListOutput& listed, const json& meta) 
     if (i > 0) body += ',';
     body += listed.raw_items[i];
   }
-  body +=
-      "],\"kind\":" + json(c.resource().list_kind()).dump() + ",\"metadata\":" + meta.dump() + "}";
+  body += "],\"kind\":" + json(c.resource().list_kind()).dump() + ",\"metadata\":" + meta.dump() +
+          "}\n";
   http::Response r;
   r.status = 200;
   r.set_header("Content-Type", "application/json");

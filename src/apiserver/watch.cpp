@@ -278,7 +278,9 @@ std::shared_ptr<http::ResponseStream> WatchDispatcher::open(std::unique_ptr<stor
 
 std::shared_ptr<http::ResponseStream> WatchDispatcher::error_stream(const ApiError& e) {
   WatchSpec spec;
-  std::string line = json{{"type", "ERROR"}, {"object", status_object(e)}}.dump() + "\n";
+  std::string line = "{\"type\":\"ERROR\",\"object\":";
+  append_json(line, status_object(e));
+  line += "}\n";
   return std::make_shared<WatchStream>(*this, nullptr, std::move(spec), std::move(line));
 }
 
@@ -402,7 +404,7 @@ std::string WatchDispatcher::encode_object(const WatchSpec& spec, const char* ty
   std::string line = "{\"type\":\"";
   line += type;
   line += "\",\"object\":";
-  line += out_obj.dump(-1, ' ', false, json::error_handler_t::replace);
+  append_json(line, out_obj);  // a Table or Status in kube's field order
   line += "}\n";
   return line;
 }

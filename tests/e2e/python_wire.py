@@ -73,6 +73,23 @@ def main():
     check(keys == ["kind", "apiVersion", "metadata", "status", "message", "reason", "details",
                    "code"], f"Status keys in kube's order: {keys}")
 
+    # Objects and lists end with a newline, as kube's encoder ends them.
+    # (the client serialises a JSON body itself)
+    status, _, body = raw(api, "POST", CMS, {"metadata": {"name": "nl"}}, "application/json",
+                          "application/json")
+    check(status == 201 and body.endswith("}\n"), f"a created object ends with a newline ({status})")
+    status, _, body = raw(api, "GET", CMS, accept="application/json")
+    check(status == 200 and body.endswith("}\n"), "a list ends with a newline")
+
+    # A watch as Table: each event's Table in kube's field order.
+    table = "application/json;as=Table;v=v1;g=meta.k8s.io"
+    status, _, body = raw(api, "GET", CMS + "?watch=1&timeoutSeconds=1&fieldSelector=metadata.name%3Dnl",
+                          accept=table)
+    first = body.split("\n")[0]
+    check(status == 200 and first.startswith(
+        '{"type":"ADDED","object":{"kind":"Table","apiVersion":"meta.k8s.io/v1","metadata":'),
+        f"a watch event's Table in kube's order: {first[:120]}")
+
     # The client's own discovery reads the documents.
     dyn = dynamic.DynamicClient(api)
     cms = dyn.resources.get(api_version="v1", kind="ConfigMap")
