@@ -142,3 +142,44 @@ TEST_CASE("a service account's host token Secret goes with its last pod, also ac
   REQUIRE(second.syncer->wait_idle(10s));
   CHECK(token_secrets(host) == std::set<std::string>{foreign});
 }
+
+TEST_CASE("the periodic resync retries what no event brings back, and writes nothing when in step",
+          "[syncer][syncer-life]") {
+  FlakyHost host;
+  ApiServerOverStore tenant_api;
+  make_default_namespace(tenant_api);
+  vkube::syncer::SyncerOptions so = Tenant::defaults();
+  so.resync_period = 50ms;
+  Tenant tenant(tenant_api, host, so);
+  REQUIRE(eventually([&] { return tenant.syncer->ready(); }));
+  // The host name of the tenant's ConfigMap holds another origin's object:
+  // the pod that mounts it is not run (a SyncError), and the object's
+  // deletion on the host names that other origin, not the pod.
+  json foreign = {{"metadata",
+                   {{"name", "cfg-x-default-x-t"},
+                    {"labels",
+                     {{"app.kubernetes.io/managed-by", "vkube"},
+                      {"vkube.io/tenant", "t"},
+                      {"vkube.io/tenant-namespace", "default"}}},
+                    {"annotations", {{"vkube.io/tenant-name", "other"}}}}}};
+  REQUIRE(admin_call(*host.host.api, "POST", "/api/v1/namespaces/vkube-t/configmaps",
+                     foreign)["code"] == 201);
+  REQUIRE(admin_call(*tenant_api.api, "POST", "/api/v1/namespaces/default/configmaps",
+                     {{"metadata", {{"name", "cfg"}}}, {"data", {{"k", "v"}}}})["code"] == 201);
+  json p = pod("uses-cfg");
+  p["spec"]["volumes"] = {{{"name", "c"}, {"configMap", {{"name", "cfg"}}}}};
+  REQUIRE(admin_call(*tenant_api.api, "POST", "/api/v1/namespaces/default/pods", p)["code"] == 201);
+  REQUIRE(tenant.syncer->wait_idle(10s));
+  REQUIRE(host.pods() == 0);
+  REQUIRE(admin_call(*host.host.api, "DELETE",
+                     "/api/v1/namespaces/vkube-t/configmaps/cfg-x-default-x-t")["code"] == 200);
+  CHECK(eventually([&] { return host.pods() == 1; }));
+
+  // In step, a resync (ten periods) writes nothing on either side.
+  REQUIRE(tenant.syncer->wait_idle(10s));
+  const auto before = tenant.syncer->stats();
+  std::this_thread::sleep_for(500ms);
+  REQUIRE(tenant.syncer->wait_idle(10s));
+  CHECK(tenant.syncer->stats().host_writes == before.host_writes);
+  CHECK(tenant.syncer->stats().tenant_writes == before.tenant_writes);
+}
