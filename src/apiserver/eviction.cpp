@@ -6,6 +6,7 @@
 #include <chrono>
 #include <thread>
 
+#include "admission.h"
 #include "codec.h"
 #include "delete.h"
 #include "field_manager.h"
@@ -200,22 +201,29 @@ http::Response delete_pod(Context& c, const DeleteOptions& o) {
   return json_response(201, status_body("Success", 201));
 }
 
-// The Eviction body: its DeleteOptions, with the request's dryRun carried
-// into them (kube's propagateDryRun). An error answer when malformed.
-std::optional<http::Response> read_eviction(Context& c, DeleteOptions* out) {
+// The Eviction body, decoded: policy/v1 is served; policy/v1beta1 bodies are
+// still accepted, as kube does.
+Result<json> decode_eviction(Context& c) {
   auto decoded = decode_request_body(c.req, /*custom_resource=*/false);
-  if (!decoded.is_ok()) return error_response(decoded.status());
-  const json& eviction = *decoded;
+  if (!decoded.is_ok()) return decoded.status();
+  json eviction = std::move(decoded).value();
   if (!eviction.is_object())
-    return error_response(bad_request("the request body must be an Eviction object"));
+    return Status::bad_request("the request body must be an Eviction object");
   const std::string api_version = str_at(eviction, "apiVersion");
   const std::string kind = str_at(eviction, "kind");
-  // policy/v1 is served; policy/v1beta1 bodies are still accepted, as kube does.
   if (!api_version.empty() && api_version != "policy/v1" && api_version != "policy/v1beta1")
-    return error_response(bad_request("the API version in the data (" + api_version +
-                                      ") does not match the expected API version (policy/v1)"));
+    return Status::bad_request("the API version in the data (" + api_version +
+                               ") does not match the expected API version (policy/v1)");
   if (!kind.empty() && kind != "Eviction")
-    return error_response(bad_request("not a Eviction object: " + kind));
+    return Status::bad_request("not a Eviction object: " + kind);
+  if (api_version.empty()) eviction["apiVersion"] = "policy/v1";
+  if (kind.empty()) eviction["kind"] = "Eviction";
+  return eviction;
+}
+
+// The Eviction's DeleteOptions, with the request's dryRun carried into them
+// (kube's propagateDryRun). An error answer when malformed.
+std::optional<http::Response> read_eviction(Context& c, const json& eviction, DeleteOptions* out) {
   const json& meta = object_at(eviction, "metadata");
   if (str_at(meta, "name") != c.info.name)
     return error_response(bad_request("name in URL does not match name in Eviction object"));
@@ -253,8 +261,26 @@ http::Response handle_eviction(Context& c) {
         Status(Code::kMethodNotAllowed,
                "the server does not allow this method on the requested resource"));
   if (auto err = check_write_options(c, "CreateOptions", false)) return error_response(*err);
+  auto eviction = decode_eviction(c);
+  if (!eviction.is_ok()) return error_response(eviction.status());
+  // Admission sees the Eviction, as for any create: mutation before it is
+  // read, validation (kube's createValidation) before the pod is judged.
+  AdmissionRequest review{"CREATE",
+                          "eviction",
+                          c.info.name,
+                          c.info.namespace_,
+                          std::move(*eviction),
+                          nullptr,
+                          write_options(c, "CreateOptions"),
+                          "Eviction",
+                          "policy/v1"};
+  const bool admits = c.server.admission().active();
+  if (admits)
+    if (auto err = c.server.admission().mutate(c, review)) return error_response(*err);
   DeleteOptions opts;
-  if (auto err = read_eviction(c, &opts)) return std::move(*err);
+  if (auto err = read_eviction(c, review.object, &opts)) return std::move(*err);
+  if (admits)
+    if (auto err = c.server.admission().validate(c, review)) return error_response(*err);
   const bool user_revision = !opts.precondition_rv.empty();
 
   json pod;

@@ -241,6 +241,42 @@ TEST_CASE("evicting takes create on pods/eviction", "[apiserver][eviction]") {
   CHECK_FALSE(s.exists("a"));
 }
 
+TEST_CASE("admission sees the Eviction and may refuse it", "[apiserver][eviction]") {
+  Server s;
+  s.pod("a");
+  const std::string api = "/apis/admissionregistration.k8s.io/v1/";
+  json rules = {{"resourceRules",
+                 {{{"apiGroups", {""}},
+                   {"apiVersions", {"v1"}},
+                   {"operations", {"CREATE"}},
+                   {"resources", {"pods/eviction"}}}}}};
+  REQUIRE(s.call("POST", api + "validatingadmissionpolicies",
+                 {{"metadata", {{"name", "keep-a"}}},
+                  {"spec",
+                   {{"matchConstraints", rules},
+                    {"validations",
+                     {{{"expression", "object.kind == 'Eviction' && object.metadata.name != 'a'"},
+                       {"message", "a stays"}}}}}}})
+              .status == 201);
+  REQUIRE(s.call("POST", api + "validatingadmissionpolicybindings",
+                 {{"metadata", {{"name", "keep-a"}}},
+                  {"spec", {{"policyName", "keep-a"}, {"validationActions", {"Deny"}}}}})
+              .status == 201);
+  http::Response r;
+  // The policy is loaded by watching; a denial without a reason is Invalid (422), as kube's.
+  for (int i = 0; i < 100 && r.status != 422; ++i) {
+    r = s.evict("a", {{"dryRun", {"All"}}});
+    if (r.status != 422) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  INFO(r.body);
+  REQUIRE(r.status == 422);
+  CHECK(json::parse(r.body)["message"] ==
+        "pods \"a\" is forbidden: ValidatingAdmissionPolicy 'keep-a' with binding 'keep-a' "
+        "denied request: a stays");
+  CHECK(s.evict("a").status == 422);
+  CHECK(s.exists("a"));
+}
+
 TEST_CASE("discovery lists pods/eviction as kubectl drain looks for it", "[apiserver][eviction]") {
   Server s;
   bool found = false;
