@@ -102,6 +102,9 @@ class Handler(BaseHTTPRequestHandler):
                                      "response": {"uid": req["uid"], "result": result,
                                                   "convertedObjects": []}})
         converted = [convert(o, desired) for o in req["objects"]]
+        for o in converted:  # a webhook that breaks the rules: renames what it converts
+            if o.get("metadata", {}).get("labels", {}).get("rename") == "yes":
+                o["metadata"]["name"] += "-x"
         self.answer(200, {"apiVersion": review["apiVersion"], "kind": "ConversionReview",
                           "response": {"uid": req["uid"], "result": {"status": "Success"},
                                        "convertedObjects": converted}})

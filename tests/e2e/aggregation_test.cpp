@@ -294,6 +294,12 @@ TEST_CASE("CRD conversion webhook: stored in v1, served in v2 and back", "[e2e][
   CHECK_THAT(c.kubectl({"get", "crontabs.v2.stable.example.com", "web"}),
              FailedWith("conversion webhook for stable.example.com/v1, Kind=CronTab failed: "
                         "refusing to convert a failing object"));
+  // A webhook may not change what identifies the object.
+  REQUIRE_THAT(c.kubectl({"label", "crontabs.v1.stable.example.com", "web", "fail-", "rename=yes"}),
+               Succeeded());
+  CHECK_THAT(c.kubectl({"get", "crontabs.v2.stable.example.com", "web"}),
+             FailedWith("conversion webhook for stable.example.com/v1, Kind=CronTab returned "
+                        "invalid object: must have the same name: web != web-x"));
 
   // The same webhook named by a Service of the tenant (its Endpoints at 127.0.0.1), as charts
   // install conversion webhooks; after the storage version moves to v2, objects stored in v1
