@@ -85,10 +85,14 @@ struct FlakyHost {
     }
     if (hook)
       if (auto answer = hook(r)) return std::move(*answer);
+    // A create is counted under the lock it is made in, so creates() never
+    // reads the count of a pod the host already lists before it is counted.
+    std::unique_lock create_lock(mu, std::defer_lock);
+    const bool pod_create = r.method == "POST" && r.path.ends_with("/pods");
+    if (pod_create) create_lock.lock();
     vkube::http::Response resp = host.api->handle(r);
-    if (r.method == "POST" && r.path.ends_with("/pods") && resp.status == 201) {
+    if (pod_create && resp.status == 201) {
       json pod = json::parse(resp.body);
-      std::lock_guard lock(mu);
       ++pods_created[pod["metadata"]["name"].get<std::string>()];
     }
     return resp;
