@@ -37,15 +37,13 @@ const json& section(const json& obj, const char* key) {
 void default_conditions(json& next, const json& cur) {
   json& status = object_at(next, "status");
   json& list = status["conditions"];
-  if (!list.is_array()) {
-    status.erase("conditions");
-    return;
-  }
+  if (list.is_null()) status.erase("conditions");
+  if (!list.is_array()) return;  // validation says what is wrong with it
   const json& before = section(cur, "status").value("conditions", json::array());
   const std::string now = now_rfc3339();
   for (json& c : list) {
     if (!c.is_object()) continue;
-    if (str_at(c, "status").empty()) c["status"] = "True";
+    if (c.value("status", json()).is_null()) c["status"] = "True";
     if (c.value("lastUpdateTime", json()).is_null()) c["lastUpdateTime"] = now;
     if (!c.value("lastTransitionTime", json()).is_null()) continue;
     json transition = now;
@@ -109,10 +107,6 @@ std::optional<ApiError> restrict_subject(const Context& c, const json& obj) {
 
 bool is_csr(const api::Resource& r) {
   return !r.is_custom && r.gv.group == kGroup && r.plural == "certificatesigningrequests";
-}
-
-bool is_csr_subresource(const api::Resource& r, const std::string& sub) {
-  return sub == "approval" && is_csr(r);
 }
 
 void prepare_csr_create(const Context& c, json& obj) {

@@ -19,8 +19,6 @@ struct Context;
 
 // True for certificates.k8s.io certificatesigningrequests.
 bool is_csr(const api::Resource& r);
-// True for the subresources a CSR serves besides status: "approval".
-bool is_csr_subresource(const api::Resource& r, const std::string& sub);
 
 // PrepareForCreate: spec.username, uid and groups become the requesting
 // user's (whatever the body said; extra is dropped), and status starts empty.

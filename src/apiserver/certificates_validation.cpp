@@ -127,6 +127,8 @@ std::vector<json> conditions_of(const json& csr, const std::string& type) {
 
 void validate_conditions(const json& csr, const json* old, FieldErrors& errs) {
   const json& list = at(at(csr, "status"), "conditions");
+  if (!list.is_null() && !list.is_array())
+    util::invalid(errs, "status.conditions", list, "must be a list of conditions");
   if (!list.is_array()) return;
   // Problems already stored are tolerated on update, as kube tolerates them.
   const bool both_before =
@@ -136,14 +138,16 @@ void validate_conditions(const json& csr, const json* old, FieldErrors& errs) {
   for (size_t i = 0; i < list.size(); ++i) {
     const std::string base = "status.conditions[" + std::to_string(i) + "]";
     const std::string type = text(at(list[i], "type"));
-    const std::string status = text(at(list[i], "status"));
+    const json& status_value = at(list[i], "status");
+    const std::string status = text(status_value);
     if (type.empty()) required(errs, base + ".type");
     const bool true_only = type == "Approved" || type == "Denied" || type == "Failed";
-    if (status.empty()) {
+    if (status_value.is_null() || (status_value.is_string() && status.empty())) {
       required(errs, base + ".status");
-    } else if (true_only ? status != "True"
-                         : status != "True" && status != "False" && status != "Unknown") {
-      not_supported(errs, base + ".status", status,
+    } else if (!status_value.is_string() ||
+               (true_only ? status != "True"
+                          : status != "True" && status != "False" && status != "Unknown")) {
+      not_supported(errs, base + ".status", status_value,
                     true_only ? std::vector<std::string>{"True"}
                               : std::vector<std::string>{"False", "True", "Unknown"});
     }
@@ -218,7 +222,9 @@ void validate_csr(const json& obj, const json* old, const std::string& sub, Fiel
   else
     validate_signer_name(signer, errs);
   const json& expiration = at(spec, "expirationSeconds");
-  if (expiration.is_number_integer() && expiration.get<int64_t>() < 600)
+  if (!expiration.is_null() && !expiration.is_number_integer())
+    util::invalid(errs, "spec.expirationSeconds", expiration, "must be an integer");
+  else if (expiration.is_number_integer() && expiration.get<int64_t>() < 600)
     util::invalid(errs, "spec.expirationSeconds", expiration,
                   "may not specify a duration less than 600 seconds (10 minutes)");
   validate_conditions(obj, old, errs);

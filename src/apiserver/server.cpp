@@ -6,7 +6,6 @@
 
 #include "aggregator.h"
 #include "authz.h"
-#include "certificates.h"
 #include "codec.h"
 #include "custom_resources.h"
 #include "definition.h"
@@ -328,7 +327,6 @@ http::Response Server::route(http::Request& req, const RequestInfo& info, const 
   const std::string& sub = info.subresource;
   if (!sub.empty() && !(sub == "status" && kind->resource.status_subresource) &&
       !(sub == "scale" && kind->resource.scale_subresource) &&
-      !is_csr_subresource(kind->resource, sub) &&
       std::find(strategy.subresources.begin(), strategy.subresources.end(), sub) ==
           strategy.subresources.end() &&
       !(strategy.connect && is_pod_connect_subresource(sub)))

@@ -106,6 +106,9 @@ Strategy strategy_for(const api::Resource& r) {
     s.storage_version = "v2";
   } else if (g == "metrics.k8s.io") {
     s.handler = Handler::kMetrics;
+  } else if (g == "certificates.k8s.io" && p == "certificatesigningrequests") {
+    // Served by the store; its strategy per subresource is apiserver/certificates.cpp.
+    s.subresources = {"approval"};
   }
   return s;
 }

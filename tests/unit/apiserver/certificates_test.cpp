@@ -215,6 +215,36 @@ TEST_CASE("approving a CSR takes /approval and the signer's approve permission",
         std::string::npos);
 }
 
+TEST_CASE("CSR fields of the wrong JSON type are refused, never a server error",
+          "[apiserver][csr]") {
+  Server s;
+  TempDir dir;
+  const std::string pem = request_pem(dir, "/CN=jane");
+  for (auto [field, value] :
+       std::vector<std::pair<std::string, json>>{{"signerName", 5},
+                                                 {"usages", "client auth"},
+                                                 {"request", 5},
+                                                 {"expirationSeconds", "x"}}) {
+    json bad = csr("bad", pem);
+    bad["spec"][field] = value;
+    auto r = s.call("POST", kCsrs, bad);
+    INFO(field << " -> " << r.body);
+    CHECK(r.status >= 400);
+    CHECK(r.status < 500);
+  }
+  REQUIRE(s.call("POST", kCsrs, csr("j", pem)).status == 201);
+  json cur = s.get(std::string(kCsrs) + "/j");
+  for (const json& conditions : {json("x"), json{{{"type", "Approved"}, {"status", 5}}},
+                                 json{{{"type", 7}}}, json{json::array()}}) {
+    json next = cur;
+    next["status"]["conditions"] = conditions;
+    auto r = s.call("PUT", std::string(kCsrs) + "/j/approval", next);
+    INFO(conditions.dump() << " -> " << r.body);
+    CHECK(r.status >= 400);
+    CHECK(r.status < 500);
+  }
+}
+
 TEST_CASE("kube-apiserver-client requests may not ask for system:masters", "[apiserver][csr]") {
   Server s;
   TempDir dir;
