@@ -81,6 +81,8 @@ void drop_service_type_dependent_fields(const json& old, json& obj) {
     }
     if (same(*old_spec, *spec, "ipFamilies")) spec->erase("ipFamilies");
     if (same(*old_spec, *spec, "ipFamilyPolicy")) spec->erase("ipFamilyPolicy");
+    // Only types with cluster IPs route inside the cluster.
+    if (same(*old_spec, *spec, "internalTrafficPolicy")) spec->erase("internalTrafficPolicy");
   }
   if (needs_node_port(*old_spec) && !needs_node_port(*spec) && same_node_ports(*old_spec, *spec)) {
     if (json* ports = get_array(*spec, "ports"))

@@ -31,7 +31,7 @@ json load_balancer() {
       R"({"apiVersion":"v1","kind":"Service","metadata":{"name":"web","namespace":"s"},
     "spec":{"type":"LoadBalancer","selector":{"app":"web"},"externalTrafficPolicy":"Local",
       "loadBalancerClass":"example.com/lb","healthCheckNodePort":31000,
-      "allocateLoadBalancerNodePorts":true,"clusterIP":"10.96.0.10","clusterIPs":["10.96.0.10"],
+      "allocateLoadBalancerNodePorts":true,"internalTrafficPolicy":"Cluster","clusterIP":"10.96.0.10","clusterIPs":["10.96.0.10"],
       "ports":[{"port":80,"nodePort":30080}]},
     "status":{"loadBalancer":{"ingress":[{"ip":"192.0.2.1"}]}}})");
 }
@@ -63,6 +63,7 @@ TEST_CASE("a Service's type change drops what the new type cannot use", "[apiser
     builtin::drop_service_type_dependent_fields(old, next);
     CHECK_FALSE(next["spec"].contains("clusterIP"));
     CHECK_FALSE(next["spec"].contains("clusterIPs"));
+    CHECK_FALSE(next["spec"].contains("internalTrafficPolicy"));
   }
   SECTION("LoadBalancer to NodePort keeps the nodePorts") {
     next["spec"]["type"] = "NodePort";
