@@ -68,6 +68,11 @@ SyncFlags add_sync_flags(FlagSet& f) {
       "api-advertise", "",
       "HOST:PORT where host pods reach this tenant's API (their KUBERNETES_SERVICE_HOST/PORT and "
       "mounted service account credentials); default: $POD_IP:443 in a pod, else none");
+  s.api_service = &f.add_string(
+      "api-service", "",
+      "the host Service in the host namespace that fronts this tenant's API: the tenant's "
+      "default/kubernetes Service takes its cluster IP and port; default: vkube in a pod, else "
+      "none");
   s.kubeconfig_secret = &f.add_string(
       "kubeconfig-secret", "",
       "write the admin kubeconfig to this Secret (key \"config\") in the host namespace, for "
@@ -304,6 +309,9 @@ Result<std::vector<Component>> sync_components(
       return Status::invalid("--api-advertise: bad port in '" + advertise + "'");
     }
   }
+
+  so.api_service = *f.api_service;
+  if (so.api_service.empty() && pod) so.api_service = "vkube";
 
   if (!f.kubeconfig_secret->empty()) {
     auto writer = hostclient::Client::create(*config);

@@ -28,6 +28,7 @@ struct SyncFlags {
   std::string* dns_ip;
   std::string* cluster_domain;
   std::string* api_advertise;
+  std::string* api_service;
   std::string* kubeconfig_secret;
   std::string* kubeconfig_server;
 };

@@ -16,6 +16,8 @@ constexpr const char* kNamespace = "default";
 constexpr const char* kName = "kubernetes";
 const std::string kKey = "default/kubernetes";
 const ResourceKey kServices{"core", "services"};
+// Set by the syncer (src/syncer/syncer_impl.h) on the Service it gave the host's address.
+constexpr const char* kHostServiceAnnotation = "vkube.io/host-service";
 const ResourceKey kEndpoints{"core", "endpoints"};
 const ResourceKey kSlices{"discovery.k8s.io", "endpointslices"};
 
@@ -52,6 +54,12 @@ class KubernetesServiceController final : public Controller {
 
  private:
   static bool mine(std::string_view key) { return key == kKey; }
+
+  static bool has_annotation(const json& obj, const char* name) {
+    const json meta = obj.value("metadata", json::object());
+    const json a = meta.is_object() ? meta.value("annotations", json::object()) : json();
+    return a.is_object() && a.contains(name);
+  }
 
   const ManagerOptions& o() const { return ctx_.options; }
 
@@ -123,7 +131,9 @@ class KubernetesServiceController final : public Controller {
       json& spec = next["spec"];
       if (!spec.is_object()) spec = json::object();
       spec["type"] = v["type"];
-      spec["ports"] = v["ports"];
+      // A tenant on a host: the syncer gave it the port of the host Service
+      // that fronts this API (src/syncer/sync_api_service.cpp); it keeps it.
+      if (!has_annotation(*have, kHostServiceAnnotation)) spec["ports"] = v["ports"];
     }
     if (next == *have) return Status::ok();
     ApiResult r = ctx_.client.call("PUT", api_path(api_version, plural, kNamespace, kName), next);

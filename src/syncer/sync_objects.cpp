@@ -86,7 +86,7 @@ Status SyncerImpl::reconcile_service(const std::string& key) {
   const std::string hkey = host_key(ns_of(key), name_of(key));
   ObjectPtr host = h_services->get(hkey);
   if (host && !names_.stands_for(*host, ns_of(key), name_of(key))) return Status::ok();
-  if (key == "default/kubernetes") return Status::ok();  // the tenant's own API
+  if (key == "default/kubernetes") return reconcile_api_service();  // the tenant's own API
 
   if (!tenant) {
     if (host && !being_deleted(*host)) return host_delete(*h_services, "services", *host);

@@ -251,8 +251,11 @@ void SyncerImpl::attach(apiserver::ApiServer& tenant, controllers::Informers& in
     }
     queue_origin(secrets, e);
   });
-  h_services->informer.on_event(
-      [this](const controllers::ObjectEvent& e) { queue_origin(services, e); });
+  h_services->informer.on_event([this](const controllers::ObjectEvent& e) {
+    if (!o_.api_service.empty() && name_of(e.key) == o_.api_service)
+      services.queue.add("default/kubernetes");
+    queue_origin(services, e);
+  });
   h_pvcs->informer.on_event([this](const controllers::ObjectEvent& e) { queue_origin(pvcs, e); });
   h_events->informer.on_event([this](const controllers::ObjectEvent& e) {
     if (e.type != controllers::EventType::kDeleted) events.queue.add(e.key);

@@ -37,6 +37,10 @@ using controllers::ObjectPtr;
 // only it) give a tenant Service the host's cluster IP.
 inline constexpr const char* kSyncerUser = "system:vkube:syncer";
 inline constexpr const char* kAnchorPrefix = "vkube-tenant-";
+// On the tenant's default/kubernetes Service once it carries the address of
+// the host Service fronting the tenant's API (namespace/name); the
+// kubernetes-service controller then leaves its ports alone.
+inline constexpr const char* kHostServiceAnnotation = "vkube.io/host-service";
 
 // One kind on the host: its informer, and the syncer's own writes that the
 // informer has not delivered yet, so that a reconcile running right after a
@@ -131,6 +135,8 @@ class SyncerImpl final : public Syncer {
   // sync_objects.cpp (ConfigMaps and Secrets a pod uses; Services)
   Status reconcile_config(const char* plural, const std::string& key);
   Status reconcile_service(const std::string& key);
+  // sync_api_service.cpp: default/kubernetes gets the host Service's address.
+  Status reconcile_api_service();
   Status reconcile_pvc(const std::string& key);
   // sync_events.cpp: a host event about a synced host pod, as the tenant's.
   Status reconcile_event(const std::string& host_key);

@@ -62,6 +62,10 @@ struct SyncerOptions {
   std::string tenant_ca_pem;
   std::string api_host;
   int api_port = 443;
+  // The host Service (in host_namespace) that fronts the tenant's API: the
+  // tenant's default/kubernetes Service takes its cluster IP and port, so
+  // clients resolving kubernetes.default.svc reach this tenant. Empty: none.
+  std::string api_service;
   // A ResourceQuota the host namespace gets as a backstop of the tenant's GPU
   // quota (see gpu/quota.h); null: none.
   nlohmann::json host_quota = nullptr;
