@@ -320,7 +320,9 @@ ApiError conflict(const api::Resource& r, const std::string& name, const std::st
 }
 
 ApiError invalid(const api::Resource& r, const std::string& name, const FieldErrors& errors) {
-  std::string msg = r.kind + " \"" + name + "\" is invalid: ";
+  // kube names the GroupKind (Deployment.apps), the kind alone for core.
+  std::string msg = r.kind + (r.gv.group.empty() ? "" : "." + r.gv.group) + " \"" + name +
+                    "\" is invalid: ";
   json causes = json::array();
   if (errors.size() == 1) {
     msg += errors[0].to_string();

@@ -219,4 +219,16 @@ Status check_decodes(PatchType type, const json& target, const json& patch, cons
                            json_decode_error(*bad));
 }
 
+// A body is read by the same JSON decoder as a JSON patch's result (a YAML or
+// protobuf one as the JSON it becomes), so a value of the wrong JSON type is
+// refused as undecodable (400) before any validation runs.
+Status check_body_decodes(const json& obj, const Message* m, const std::string& kind,
+                          const std::string& version) {
+  if (m == nullptr) return Status::ok();
+  auto bad = first_mismatch(*m, obj, "", /*exact_ints=*/true, 0);
+  if (!bad) return Status::ok();
+  return Status::bad_request(kind + " in version \"" + version + "\" cannot be handled as a " +
+                             kind + ": " + json_decode_error(*bad));
+}
+
 }  // namespace vkube::apiserver

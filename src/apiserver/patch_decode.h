@@ -26,4 +26,13 @@ std::string go_value(const nlohmann::json& v);
 Status check_decodes(PatchType type, const nlohmann::json& target, const nlohmann::json& patch,
                      const nlohmann::json& out, const schema::Message* m);
 
+// OK when `obj`, a create or update body of kind `kind` read as API version
+// `version`, fits message `m` (nullptr: not checked) as kube's JSON decoder
+// reads it. Else kBadRequest in kube's words (transformDecodeError around
+// encoding/json's UnmarshalTypeError): "ConfigMap in version \"v1\" cannot be
+// handled as a ConfigMap: json: cannot unmarshal number into Go struct field
+// ConfigMap.data of type string".
+Status check_body_decodes(const nlohmann::json& obj, const schema::Message* m,
+                          const std::string& kind, const std::string& version);
+
 }  // namespace vkube::apiserver

@@ -4,6 +4,7 @@
 #include "custom_resources.h"
 #include "codec.h"
 #include "decode_error.h"
+#include "patch_decode.h"
 #include "vkube/schema/validation.h"
 #include "object.h"
 #include "server_impl.h"
@@ -49,6 +50,10 @@ Result<json> decode_body(Context& c) {
   if (!obj.contains("metadata")) obj["metadata"] = json::object();
   if (!obj["metadata"].is_object())
     return Status::bad_request("metadata: the field must be an object");
+  if (c.info.subresource != "scale" && !r.is_custom)
+    VKUBE_RETURN_IF_ERROR(check_body_decodes(
+        obj, schema::Registry::get().find_kind(r.gv.group, r.gv.version, r.kind), r.kind,
+        r.gv.version));
   if (c.info.subresource != "scale") VKUBE_RETURN_IF_ERROR(check_fields(c, obj, duplicates));
   return obj;
 }
