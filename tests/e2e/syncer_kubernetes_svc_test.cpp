@@ -67,5 +67,54 @@ TEST_CASE("a vkube create tenant's kubernetes Service has the host vkube Service
             .out == host_ip);
 }
 
+TEST_CASE("vkube serve --api-service: the tenant's DNS answers kubernetes.default.svc with it",
+          "[e2e][k8s-svc]") {
+  Cluster host(Cluster::Host{});
+  // The operator's own Service in front of the tenant, on another port than 443.
+  host.setup(R"(apiVersion: v1
+kind: Namespace
+metadata:
+  name: vkube-dns
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: front
+  namespace: vkube-dns
+spec:
+  selector:
+    app: tenant-api
+  ports:
+  - name: https
+    port: 8443
+    targetPort: 6443
+)");
+  const std::string front = host.get_json({"svc", "front", "-n", "vkube-dns"})["spec"]["clusterIP"];
+  Cluster t(Cluster::Serve{{"--name", "dns", "--host-kubeconfig", host.kubeconfig(),
+                            "--api-service", "front", "--dns-listen", "127.0.0.1:0"}});
+  std::string got;
+  const bool adopted = eventually(
+      [&] {
+        Result r = t.kubectl({"get", "svc", "kubernetes", "-n", "default", "-o",
+                              "jsonpath={.spec.clusterIP}:{.spec.ports[0].port}"});
+        got = r.out;
+        return r.exit_code == 0 && got == front + ":8443";
+      },
+      seconds(30));
+  INFO("tenant kubernetes Service: " << got << ", host front: " << front);
+  REQUIRE(adopted);
+
+  const std::string log = t.server_log();
+  const size_t at = log.find("msg=\"dns: serving\"");
+  REQUIRE(at != std::string::npos);
+  const size_t port_at = log.find("port=", at) + 5;
+  const std::string port =
+      log.substr(port_at, log.find_first_not_of("0123456789", port_at) - port_at);
+  Result dig = t.run(
+      {"/usr/bin/dig", "@127.0.0.1", "-p", port, "+short", "kubernetes.default.svc.cluster.local"});
+  INFO(dig);
+  CHECK(lines(dig.out) == std::vector<std::string>{front});
+}
+
 }  // namespace
 }  // namespace vkube::e2e
