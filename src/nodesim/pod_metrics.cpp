@@ -11,6 +11,9 @@
 #include <map>
 #include <mutex>
 
+#include "sim_usage.h"
+#include "vkube/gpu/node_spec.h"
+
 namespace vkube::nodesim {
 
 namespace {
@@ -67,6 +70,14 @@ std::string memory_quantity(uint64_t bytes) {
   return std::to_string(bytes / 1024) + "Ki";
 }
 
+// Marks metrics that vkube made up rather than measured (see sim_usage.h).
+void mark_simulated(json& item) {
+  item["metadata"]["annotations"] = {
+      {std::string(gpu::kSimulatedLabel),
+       "simulated usage (vkube host): the pod runs nothing; derived from its requests or its "
+       "sim.vkube.io/cpu-usage and sim.vkube.io/memory-usage annotations"}};
+}
+
 class LocalMetrics final : public apiserver::MetricsProvider {
  public:
   LocalMetrics(const controllers::Lister& pods, const controllers::Lister& nodes,
@@ -78,8 +89,10 @@ class LocalMetrics final : public apiserver::MetricsProvider {
     double window = 0;
     for (const Measured& m : measure("")) {
       auto& [cores, bytes] = by_node[m.node];
-      cores += m.cores;
-      bytes += m.bytes;
+      for (const Container& c : m.containers) {
+        cores += c.cores;
+        bytes += c.bytes;
+      }
       window = std::max(window, m.window_s);
     }
     std::vector<json> out;
@@ -88,10 +101,18 @@ class LocalMetrics final : public apiserver::MetricsProvider {
       const json& meta = node->value("metadata", json::object());
       const std::string name = meta.value("name", "");
       auto [cores, bytes] = by_node[name];
+      const bool simulated =
+          meta.value("labels", json::object()).value(std::string(gpu::kSimulatedLabel), "") ==
+          "true";
+      if (simulated) {  // its kubelet and runtime, which a simulated node has none of
+        cores += static_cast<double>(kNodeBaseMillicores) / 1000;
+        bytes += kNodeBaseBytes;
+      }
       out.push_back({{"metadata", {{"name", name}, {"labels", meta.value("labels", json::object())}}},
                      {"timestamp", now},
                      {"window", window_text(window > 0 ? window : 1)},
                      {"usage", {{"cpu", cpu_quantity(cores)}, {"memory", memory_quantity(bytes)}}}});
+      if (simulated) mark_simulated(out.back());
     }
     return out;
   }
@@ -101,24 +122,31 @@ class LocalMetrics final : public apiserver::MetricsProvider {
     const std::string now = now_rfc3339();
     for (const Measured& m : measure(ns)) {
       json containers = json::array();
-      containers.push_back({{"name", m.container},
-                            {"usage", {{"cpu", cpu_quantity(m.cores)},
-                                       {"memory", memory_quantity(m.bytes)}}}});
+      for (const Container& c : m.containers)
+        containers.push_back({{"name", c.name},
+                              {"usage", {{"cpu", cpu_quantity(c.cores)},
+                                         {"memory", memory_quantity(c.bytes)}}}});
       out.push_back({{"metadata", {{"name", m.name}, {"namespace", m.ns}, {"labels", m.labels}}},
                      {"timestamp", now},
                      {"window", window_text(m.window_s)},
                      {"containers", std::move(containers)}});
+      if (m.simulated) mark_simulated(out.back());
     }
     return out;
   }
 
  private:
-  struct Measured {
-    std::string ns, name, node, container;
-    json labels;
+  struct Container {
+    std::string name;
     double cores = 0;
     uint64_t bytes = 0;
+  };
+  struct Measured {
+    std::string ns, name, node;
+    json labels;
+    std::vector<Container> containers;
     double window_s = 0;
+    bool simulated = false;
   };
   struct Sample {
     double at = 0;  // seconds since boot
@@ -136,7 +164,7 @@ class LocalMetrics final : public apiserver::MetricsProvider {
 
   // Each local pod's CPU rate over the time since its previous measurement
   // (at least a second ago; the first one: since its process started) and
-  // its resident memory now.
+  // its resident memory now; each other running pod's simulated usage.
   std::vector<Measured> measure(const std::string& ns) {
     static const double kHz = static_cast<double>(sysconf(_SC_CLK_TCK));
     std::vector<Measured> out;
@@ -146,7 +174,10 @@ class LocalMetrics final : public apiserver::MetricsProvider {
       const json& meta = pod->value("metadata", json::object());
       const std::string key = meta.value("namespace", "") + "/" + meta.value("name", "");
       std::optional<pid_t> pid = pid_of_(key);
-      if (!pid || *pid <= 0) continue;
+      if (!pid || *pid <= 0) {
+        if (auto m = simulate(*pod)) out.push_back(std::move(*m));
+        continue;
+      }
       std::optional<ProcessUsage> u = process_group_usage(*pid);
       if (!u) continue;
       Sample& prev = samples_[*pid];
@@ -160,14 +191,34 @@ class LocalMetrics final : public apiserver::MetricsProvider {
       m.ns = meta.value("namespace", "");
       m.name = meta.value("name", "");
       m.node = spec.value("nodeName", "");
-      m.container = containers.empty() ? "" : containers[0].value("name", "");
+      m.containers.push_back({containers.empty() ? "" : containers[0].value("name", ""), cores,
+                              u->rss_bytes});
       m.labels = meta.value("labels", json::object());
-      m.cores = cores;
-      m.bytes = u->rss_bytes;
       m.window_s = window > 0 ? window : 1;
       out.push_back(std::move(m));
     }
     return out;
+  }
+
+  // A running pod that runs no process here, with its simulated usage.
+  static std::optional<Measured> simulate(const json& pod) {
+    auto usage = simulated_usage(pod);
+    if (!usage) return std::nullopt;
+    const json& meta = pod.value("metadata", json::object());
+    const json& spec = pod.value("spec", json::object());
+    const json& containers = spec.value("containers", json::array());
+    Measured m;
+    m.ns = meta.value("namespace", "");
+    m.name = meta.value("name", "");
+    m.node = spec.value("nodeName", "");
+    m.labels = meta.value("labels", json::object());
+    for (size_t i = 0; i < usage->size(); ++i)
+      m.containers.push_back({containers[i].is_object() ? containers[i].value("name", "") : "",
+                              static_cast<double>((*usage)[i].millicores) / 1000,
+                              static_cast<uint64_t>((*usage)[i].bytes)});
+    m.window_s = 10;  // metrics-server's default resolution
+    m.simulated = true;
+    return m;
   }
 
   const controllers::Lister& pods_;

@@ -1,9 +1,9 @@
 // metrics.k8s.io on `vkube host` (the API server's MetricsProvider): the
 // usage of the pods the node agent runs as local processes, measured from
 // /proc as the kubelet's cAdvisor measures a container's cgroup, and each
-// node's usage as the sum of its pods'. Simulated pods run nothing, so they
-// have no measurement and are left out, as metrics-server leaves out pods it
-// has not measured.
+// node's usage as the sum of its pods' (plus a base on a simulated node).
+// Simulated pods run nothing to measure: a running one gets a simulated usage
+// (sim_usage.h), annotated vkube.io/simulated so it never passes for a measurement.
 #pragma once
 
 #include <sys/types.h>

@@ -32,9 +32,11 @@ class MetricsProxy final : public apiserver::MetricsProvider {
       const json& meta = node->value("metadata", json::object());
       auto it = got->find(meta.value("name", ""));
       if (it == got->end()) continue;
+      json notes = it->second.value("metadata", json::object()).value("annotations", json());
       json m = std::move(it->second);
       m["metadata"] = {{"name", meta.value("name", "")},
                        {"labels", meta.value("labels", json::object())}};
+      if (notes.is_object()) m["metadata"]["annotations"] = std::move(notes);
       out.push_back(std::move(m));
     }
     return out;
@@ -50,10 +52,13 @@ class MetricsProxy final : public apiserver::MetricsProvider {
       const std::string name = meta.value("name", "");
       auto it = got->find(names_.host_name(pns, name));
       if (it == got->end()) continue;
+      json notes =  // vkube.io/simulated, on `vkube host`
+          it->second.value("metadata", json::object()).value("annotations", json());
       json m = std::move(it->second);
       m["metadata"] = {{"name", name},
                        {"namespace", pns},
                        {"labels", meta.value("labels", json::object())}};
+      if (notes.is_object()) m["metadata"]["annotations"] = std::move(notes);
       out.push_back(std::move(m));
     }
     return out;
