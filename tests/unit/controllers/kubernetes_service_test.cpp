@@ -102,4 +102,25 @@ TEST_CASE("default/kubernetes exists, points at the API server and comes back",
             "/api/v1/namespaces/default/services/kubernetes")["spec"]["ports"][0]["port"] == 443);
 }
 
+TEST_CASE("default/kubernetes given a host Service's port by the syncer keeps it",
+          "[controllers][kubernetes-service]") {
+  Cluster c("10.100.0.0/16");
+  json svc = c.server.get("/api/v1/namespaces/default/services/kubernetes");
+  svc["metadata"]["annotations"]["vkube.io/host-service"] = "vkube-t/vkube";
+  svc["spec"]["ports"][0]["port"] = 8443;
+  REQUIRE(c.server.call("PUT", "/api/v1/namespaces/default/services/kubernetes", svc).status ==
+          200);
+  REQUIRE(c.manager->wait_idle(10s));
+  json now = c.server.get("/api/v1/namespaces/default/services/kubernetes");
+  CHECK(now["spec"]["ports"][0]["port"] == 8443);
+  // Its labels are still the controller's to keep.
+  now["metadata"]["labels"].erase("provider");
+  REQUIRE(c.server.call("PUT", "/api/v1/namespaces/default/services/kubernetes", now).status ==
+          200);
+  REQUIRE(c.manager->wait_idle(10s));
+  json back = c.server.get("/api/v1/namespaces/default/services/kubernetes");
+  CHECK(back["metadata"]["labels"]["provider"] == "kubernetes");
+  CHECK(back["spec"]["ports"][0]["port"] == 8443);
+}
+
 }  // namespace vkube::controllers
