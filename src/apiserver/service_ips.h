@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -15,6 +16,13 @@
 #include "vkube/storage/backend.h"
 
 namespace vkube::apiserver {
+
+// What one write reserved (given back if the write fails) and what it gives
+// up once committed (kube's allocation transaction: Commit or Revert).
+struct ServiceAllocation {
+  std::vector<uint32_t> reserved_ips, freed_ips;
+  std::vector<int> reserved_ports, freed_ports;
+};
 
 class ServiceIpAllocator {
  public:
@@ -25,6 +33,16 @@ class ServiceIpAllocator {
   // needs. Invalid error when a requested IP or port is taken or out of range.
   // A dry run checks without reserving.
   std::optional<ApiError> assign(nlohmann::json& svc, bool dry_run);
+  // An update of `old` into `next` (kube's allocateUpdate): a type that now
+  // needs a cluster IP, node ports or a health check node port gets them,
+  // requested ones are checked, and what `next` no longer holds is listed to
+  // be freed once the write commits. A dry run checks without reserving and
+  // leaves `out` empty. Pass the result to finish().
+  std::optional<ApiError> assign_update(const nlohmann::json& old, nlohmann::json& next,
+                                        bool dry_run, ServiceAllocation& out);
+  // Ends a write's allocation: committed, what it freed goes back to the
+  // pools; failed, what it reserved does.
+  void finish(const ServiceAllocation& a, bool committed);
   // Returns a deleted Service's addresses to the pools.
   void release(const nlohmann::json& svc);
   // The cluster IP of a Service moves from `old`'s to `next`'s (the syncer
@@ -34,6 +52,12 @@ class ServiceIpAllocator {
 
  private:
   void load_locked();
+  std::optional<ApiError> take_cluster_ip_locked(nlohmann::json& spec, const std::string& name,
+                                                 std::vector<uint32_t>& taken);
+  std::optional<ApiError> take_node_port_locked(nlohmann::json& holder, const char* key,
+                                                const std::string& field, bool allocate,
+                                                const std::set<int>& kept, const std::string& name,
+                                                std::vector<int>& taken);
   std::mutex mu_;
   storage::Backend* backend_ = nullptr;
   bool loaded_ = false;

@@ -143,8 +143,17 @@ http::Response guaranteed_update(Context& c, const Transform& transform, const F
     if (dynamic) {
       if (auto err = c.server.admission().validate(c, admitted(next))) return error_response(*err);
     }
+    // Last before the commit, as create does: what the Service's new type or
+    // ports need is reserved now, what it no longer holds is freed once written.
+    ServiceAllocation allocation;
+    const bool allocates = c.kind.strategy.allocates_cluster_ips && c.info.subresource.empty();
+    if (allocates) {
+      if (auto err = c.server.service_ips().assign_update(cur, next, c.dry_run(), allocation))
+        return error_response(*err);
+    }
     const auto expected = std::stoll(cur_rv);
     auto committed = commit_update(c, key, stored ? *stored : cur, next, expected);
+    if (allocates) c.server.service_ips().finish(allocation, committed.is_ok());
     if (!committed.is_ok()) {
       if (committed.status().code() == Code::kConflict && want_rv.empty()) {
         // The cached read can trail a write still being committed: give it

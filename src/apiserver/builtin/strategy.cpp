@@ -77,7 +77,7 @@ Strategy strategy_for(const api::Resource& r) {
       s.gpu_quota_counted = true;
     } else if (p == "services") {
       s.reset_status = service_status;
-      s.prepare_for_update = drop_service_type_dependent_fields;
+      s.prepare_for_update = prepare_service_update;
       s.allocates_cluster_ips = true;
     } else if (p == "persistentvolumeclaims" || p == "persistentvolumes") {
       s.reset_status = pending_status;

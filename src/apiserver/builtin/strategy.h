@@ -67,8 +67,9 @@ struct Strategy {
   // Objects of this kind are namespaces: an admission namespaceSelector
   // matches their own labels, and they are addressed by name alone.
   bool is_namespace = false;
-  // Allocates cluster IPs on create, releases them on delete, and lets the
-  // syncer adopt the host's address (services).
+  // Allocates cluster IPs and node ports on create and on an update that
+  // changes the type or ports (freeing what the update dropped), releases
+  // them on delete, and lets the syncer adopt the host's address (services).
   bool allocates_cluster_ips = false;
   // Counted by the GPU quota: its create commits before answering, so a
   // failed commit can give the quota back.
@@ -105,6 +106,11 @@ std::string pod_qos_class(const json& pod);
 
 // Service: kube's dropTypeDependentFields (strategy_service.cpp).
 void drop_service_type_dependent_fields(const json& old, json& obj);
+// Service: kube's patchAllocatedValues: an update that leaves out the cluster
+// IP or node ports the type still needs keeps the allocated ones.
+void keep_service_allocated_values(const json& old, json& obj);
+// Service's PrepareForUpdate: both of the above.
+void prepare_service_update(const json& old, json& obj);
 
 // HorizontalPodAutoscaler autoscaling/v1 <-> v2 (strategy_hpa.cpp).
 void convert_hpa(json& obj, std::string_view to_version);

@@ -5,7 +5,9 @@
 // `helm upgrade --set service.type=ClusterIP`, a three-way merge that keeps
 // the allocated nodePorts, is accepted. A field the request changed as well
 // is left for validation to refuse.
+#include <map>
 #include <set>
+#include <string>
 
 #include "kind_util.h"
 #include "strategy.h"
@@ -106,6 +108,45 @@ void drop_service_type_dependent_fields(const json& old, json& obj) {
   // The load balancer's address goes with the type that asked for it.
   if (!is_lb && obj.contains("status") && obj["status"].is_object())
     obj["status"]["loadBalancer"] = json::object();
+}
+
+void keep_service_allocated_values(const json& old, json& obj) {
+  const json* old_spec = get_object(old, "spec");
+  json* spec = get_object(obj, "spec");
+  if (old_spec == nullptr || spec == nullptr) return;
+  if (needs_cluster_ip(*old_spec) && needs_cluster_ip(*spec)) {
+    if (get_string(*spec, "clusterIP").empty() && !get_string(*old_spec, "clusterIP").empty())
+      (*spec)["clusterIP"] = (*old_spec)["clusterIP"];
+    const json* ips = get_array(*spec, "clusterIPs");
+    if ((ips == nullptr || ips->empty()) && get_array(*old_spec, "clusterIPs"))
+      (*spec)["clusterIPs"] = (*old_spec)["clusterIPs"];
+  }
+  if (needs_node_port(*old_spec) && needs_node_port(*spec)) {
+    // A port the request names keeps the node port its namesake had, unless
+    // the request gave that node port to another port.
+    const std::set<int64_t> used = node_ports(*spec);
+    std::map<std::string, int64_t> by_name;
+    if (const json* ports = get_array(*old_spec, "ports"))
+      for (const json& p : *ports)
+        if (p.is_object())
+          if (auto n = util::get_int(p, "nodePort")) by_name[get_string(p, "name")] = *n;
+    if (json* ports = get_array(*spec, "ports"))
+      for (json& p : *ports) {
+        if (!p.is_object() || util::get_int(p, "nodePort").value_or(0) != 0) continue;
+        auto it = by_name.find(get_string(p, "name"));
+        if (it != by_name.end() && it->second != 0 && !used.contains(it->second))
+          p["nodePort"] = it->second;
+      }
+  }
+  if (needs_health_check_node_port(*old_spec) && needs_health_check_node_port(*spec) &&
+      util::get_int(*spec, "healthCheckNodePort").value_or(0) == 0 &&
+      util::get_int(*old_spec, "healthCheckNodePort"))
+    (*spec)["healthCheckNodePort"] = (*old_spec)["healthCheckNodePort"];
+}
+
+void prepare_service_update(const json& old, json& obj) {
+  drop_service_type_dependent_fields(old, obj);
+  keep_service_allocated_values(old, obj);
 }
 
 }  // namespace vkube::apiserver::builtin
