@@ -5,6 +5,7 @@
 #include "patch_decode.h"
 
 #include <cmath>
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -63,6 +64,21 @@ std::string go_type(const Field& f, bool element) {
   return f.repeated ? "[]" + value : value;
 }
 
+// `v` is an integer; whether Go's integer type for `t` holds it.
+bool fits_int_range(schema::Type t, const json& v) {
+  const bool neg = v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() < 0;
+  switch (t) {
+    case schema::Type::kInt32:
+      return neg ? v.get<int64_t>() >= INT32_MIN : v.get<uint64_t>() <= INT32_MAX;
+    case schema::Type::kInt64:
+      return neg || v.get<uint64_t>() <= INT64_MAX;
+    case schema::Type::kUint32:
+      return !neg && v.get<uint64_t>() <= UINT32_MAX;
+    default:
+      return !neg;
+  }
+}
+
 bool fits_scalar(schema::Type t, const json& v, bool exact_ints) {
   switch (t) {
     case schema::Type::kString:
@@ -76,7 +92,8 @@ bool fits_scalar(schema::Type t, const json& v, bool exact_ints) {
     case schema::Type::kMessage:
       return true;
     default:
-      if (v.is_number_integer()) return true;
+      // encoding/json refuses an integer its Go type cannot hold.
+      if (v.is_number_integer()) return !exact_ints || fits_int_range(t, v);
       if (!v.is_number_float() || exact_ints) return false;
       return std::trunc(v.get<double>()) == v.get<double>();
   }

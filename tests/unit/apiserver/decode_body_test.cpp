@@ -55,6 +55,9 @@ TEST_CASE("a create body of the wrong JSON type is kube's 400, not a 422",
   CHECK(message(s.call("POST", kDeploys, deployment("d", 1.5))) ==
         "Deployment in version \"v1\" cannot be handled as a Deployment: json: cannot unmarshal "
         "number 1.5 into Go struct field DeploymentSpec.spec.replicas of type int32");
+  CHECK(message(s.call("POST", kDeploys, deployment("d", 3000000000LL))) ==
+        "Deployment in version \"v1\" cannot be handled as a Deployment: json: cannot unmarshal "
+        "number 3000000000 into Go struct field DeploymentSpec.spec.replicas of type int32");
   json bad_spec = deployment("d", 1);
   bad_spec["spec"] = "x";
   CHECK(message(s.call("POST", kDeploys, bad_spec)) ==
