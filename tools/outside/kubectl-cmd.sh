@@ -14,13 +14,17 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/lib.sh"
 upstream="$here/kubectl-cmd/upstream"
 if [ ! -f "$upstream/hack/lib/test.sh" ]; then
-  echo "kubectl-cmd: $upstream is missing (see tools/outside/kubectl-cmd/README.md)" >&2
+  echo "kubectl-cmd: $upstream is missing: untar /work/notes/outside-upstream.tar.gz in tools/outside/ or run tools/outside/fetch-upstream.sh (see kubectl-cmd/README.md)" >&2
   exit 2
 fi
 
 # The functions whose files and fixtures are in upstream/, in legacy-script.sh's order.
 functions=(
   run_kubectl_version_tests
+  run_kubectl_config_set_tests
+  run_kubectl_config_set_cluster_tests
+  run_kubectl_config_set_credentials_tests
+  run_kubectl_local_proxy_tests
   run_clusterroles_tests
   run_role_tests
   run_RESTMapper_evaluation_tests
@@ -49,6 +53,10 @@ functions=(
   run_certificates_tests
   run_impersonation_tests
   run_wait_tests
+  run_client_config_tests
+  run_cluster_management_tests
+  run_kubeconfig_impersonate_tests
+  run_kubectl_auth_whoami_tests
 )
 # Upstream functions not run, and why (counted apart; see README.md).
 not_run=(
@@ -57,6 +65,8 @@ not_run=(
   "run_resource_aliasing_tests: fixture statefulset/cassandra/controller.yaml is not in the code index"
   "run_wait_with_non_existence_check_tests: needs kubectl 1.33 (wait --wait-for-creation)"
   "run_kubectl_create_kustomization_directory_tests: fixture kustomize/configmap.yaml is not in the code index"
+  "run_save_config_tests: every stored save-config.sh runs \`kubectl run --generator=run/v1\` (flag removed in kubectl 1.21)"
+  "run_template_output_tests: the stored template-output.sh creates batch/v1beta1 CronJobs (removed in 1.25) and runs \`kubectl convert\` (removed in 1.21)"
 )
 (($#)) && functions=("$@")
 

@@ -39,6 +39,14 @@ kube_flags_with_token=("${kube_flags_without_token[@]}" '--token=admin-token')
 kubectl create clusterrolebinding outside-always-allow --clusterrole=cluster-admin \
   --group=system:authenticated >/dev/null
 
+# As hack/make-rules/test-cmd.sh: test-cmd runs no kubelet; it registers a
+# Node named 127.0.0.1 (capacity only) that node-management.sh and the
+# drain/cordon/taint commands work on.
+kubectl create -f - >/dev/null <<'NODE'
+{"kind": "Node", "apiVersion": "v1", "metadata": {"name": "127.0.0.1"},
+ "status": {"capacity": {"memory": "1Gi"}}}
+NODE
+
 create_and_use_new_namespace() {
   local ns_name
   ns_name="namespace-$(date +%s)-${RANDOM}"
@@ -115,5 +123,59 @@ export generation_field=".metadata.generation"
 export container_len="(len .spec.template.spec.containers)"
 export image_field0="(index .spec.template.spec.containers 0).image"
 export image_field1="(index .spec.template.spec.containers 1).image"
+
+# As legacy-script.sh's environment: the directory of the kubectl binary
+# (kubeconfig.sh runs it by path; older and newer names) and a PEM certificate at
+# $TMPDIR/apiserver.crt (upstream's serving certificate; here the tenant's).
+KUBE_OUTPUT_HOSTBIN="$(dirname "$(command -v kubectl)")"
+THIS_PLATFORM_BIN="$KUBE_OUTPUT_HOSTBIN"
+if [ ! -f "${TMPDIR:-/tmp}/apiserver.crt" ]; then
+  for crt in "${TMPDIR:-/tmp}"/data/pki/*.crt; do
+    [ -f "$crt" ] && cp "$crt" "${TMPDIR:-/tmp}/apiserver.crt" && break
+  done
+fi
+
+# The proxy helpers legacy-script.sh gives proxy.sh, redone: `kubectl proxy`
+# on a free loopback port (static files from the working directory, optional
+# API prefix), and a check of the HTTP code a path answers through it.
+PROXY_PID=""
+PROXY_PORT=""
+start-proxy() {
+  local log="$KUBE_TEMP/proxy.log" i
+  : >"$log"
+  if [ $# -eq 0 ]; then
+    kubectl proxy --port=0 --address=127.0.0.1 --www=. >"$log" 2>&1 &
+  else
+    kubectl proxy --port=0 --address=127.0.0.1 --www=. --api-prefix="$1" >"$log" 2>&1 &
+  fi
+  PROXY_PID=$!
+  for i in $(seq 1 100); do
+    PROXY_PORT="$(sed -n 's/.*Starting to serve on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$log" | head -1)"
+    [ -n "$PROXY_PORT" ] && return 0
+    sleep 0.1
+  done
+  echo "!!! kubectl proxy did not start: $(cat "$log")" >&2
+  return 1
+}
+stop-proxy() {
+  if [ -n "$PROXY_PID" ]; then
+    kill "$PROXY_PID" 2>/dev/null || true
+    wait "$PROXY_PID" 2>/dev/null || true # 143: killed, as asked
+  fi
+  PROXY_PID=""
+  PROXY_PORT=""
+  return 0
+}
+trap stop-proxy EXIT # a failing function must not leave its proxy behind
+check-curl-proxy-code() {
+  local code
+  code="$(curl --noproxy '*' -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:${PROXY_PORT}$1")"
+  if [ "$code" = "$2" ]; then
+    echo "Successful: GET $1 answered $code"
+    return 0
+  fi
+  echo "FAIL: GET $1 through kubectl proxy answered $code, expected $2" >&2
+  return 1
+}
 
 for f in test/cmd/*.sh; do source "$f"; done
