@@ -42,11 +42,12 @@ std::vector<const Kind*> KindSet::kinds_in(const api::GroupVersion& gv) const {
   return out;
 }
 
-Registry::Registry() {
+Registry::Registry(bool metrics_api) {
   auto set = std::make_shared<KindSet>();
   // The built-in table is static: alias it without ownership.
   for (const Kind& k : builtin::builtin_kinds())
-    set->kinds_.push_back(std::shared_ptr<const Kind>(std::shared_ptr<const Kind>(), &k));
+    if (metrics_api || k.strategy.handler != builtin::Handler::kMetrics)
+      set->kinds_.push_back(std::shared_ptr<const Kind>(std::shared_ptr<const Kind>(), &k));
   builtin_ = set;
   current_ = set;
 }

@@ -38,7 +38,8 @@ class KindSet {
 
 class Registry {
  public:
-  Registry();
+  // metrics_api: serve the metrics.k8s.io kinds (Options::metrics_api).
+  explicit Registry(bool metrics_api = true);
 
   // The current view. Thread-safe; cheap (one shared_ptr copy).
   std::shared_ptr<const KindSet> snapshot() const;

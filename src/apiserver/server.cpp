@@ -26,6 +26,7 @@ std::unique_ptr<ApiServer> ApiServer::create(Options options) {
 
 Server::Server(Options options)
     : options_(std::move(options)),
+      registry_(options_.metrics_api),
       watches_(std::make_unique<WatchDispatcher>(metrics_)),
       service_ips_(std::make_unique<ServiceIpAllocator>(options_.service_cidr)),
       authorizer_(std::make_unique<Authorizer>(options_.backend)),

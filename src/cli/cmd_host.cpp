@@ -186,6 +186,7 @@ int run_host(const Args& args) {
   o.pod_security = "privileged";  // the host runs what its operators and the syncer put there
   o.tls_sans = split_list(sans);
   o.service_cidr = service_cidr;
+  o.metrics_api = true;  // the node agent measures (nodesim::Simulator)
 
   std::unique_ptr<scheduler::Scheduler> sched;
   std::unique_ptr<nodesim::Simulator> sim;

@@ -200,6 +200,7 @@ int run_serve(const Args& args) {
                       data_dir, gpu_quota, std::move(policy).value(), &o.host_policy);
   if (!components.is_ok()) return fail(components.status().message());
   o.components = std::move(components).value();
+  o.metrics_api = o.host_policy != nullptr;  // a syncer relays the host's metrics
   auto tenant = Tenant::start(o);
   if (!tenant.is_ok()) return fail(tenant.status().message());
   double ms =

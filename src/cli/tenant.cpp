@@ -132,6 +132,7 @@ class TenantImpl final : public Tenant {
     if (!gpu_quota.is_ok()) return gpu_quota.status();
     ao.gpu_quota = std::move(gpu_quota).value();
     ao.host_policy = o.host_policy;
+    ao.metrics_api = o.metrics_api;
     auto sa_key = pki::ensure_service_account_key(o.data_dir, o.service_account_signing_alg);
     if (!sa_key.is_ok()) return sa_key.status();
     ao.service_account_key = std::move(sa_key).value();

@@ -63,6 +63,9 @@ struct TenantOptions {
   size_t max_read_bytes_inflight = 128u << 20;
   // The operator's host policy, checked at admission (only with a host).
   std::shared_ptr<const syncer::HostPolicy> host_policy;
+  // Serve metrics.k8s.io: only where something measures (the host's node
+  // agent, or a syncer that asks the host); apiserver::Options::metrics_api.
+  bool metrics_api = false;
   std::vector<Component> components;
 };
 

@@ -36,5 +36,28 @@ TEST_CASE("a body that is not JSON gets kube's 'object provided is unrecognized'
                              "'a' in literal null (expecting 'u') (6e616d653a20636d0a)"));
 }
 
+// The prelude of every kubectl test/cmd function lists each namespaced kind
+// it can and gets it: `kubectl api-resources --verbs=list --namespaced -o
+// name | xargs -n 1 kubectl get -o name`. A tenant without a host has nothing
+// that measures pods, so, like a cluster without metrics-server, it serves no
+// metrics.k8s.io (it used to advertise the group and answer 503, which failed
+// the prelude), and `kubectl top` says the Metrics API is not there.
+TEST_CASE("a tenant without a host serves no metrics.k8s.io", "[e2e][outside]") {
+  Cluster c;
+  Result kinds = c.kubectl({"api-resources", "--verbs=list", "--namespaced", "-o", "name"});
+  REQUIRE_THAT(kinds, Succeeded());
+  CHECK(kinds.out.find("metrics.k8s.io") == std::string::npos);
+  for (const std::string& kind : lines(kinds.out)) {
+    if (kind.empty()) continue;
+    Result got = c.kubectl({"get", "-o", "name", kind});
+    INFO(kind << ": " << got);
+    CHECK_THAT(got, Succeeded());
+  }
+  Result groups = c.kubectl({"api-versions"});
+  REQUIRE_THAT(groups, Succeeded());
+  CHECK(groups.out.find("metrics.k8s.io") == std::string::npos);
+  CHECK_THAT(c.kubectl({"top", "pods"}), FailedWith("Metrics API not available"));
+}
+
 }  // namespace
 }  // namespace vkube::e2e

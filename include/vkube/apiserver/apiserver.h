@@ -111,6 +111,11 @@ struct Options {
   // it gets 429. One answer of any size is served when nothing else holds.
   // 0: no limit.
   size_t max_read_bytes_inflight = 128u << 20;
+  // Serve metrics.k8s.io (a MetricsProvider will be set: a host's node
+  // agent, or a tenant's syncer). Off, the group is absent from discovery
+  // as on a cluster without metrics-server, and `kubectl top` says so,
+  // rather than a group whose every request answers 503.
+  bool metrics_api = true;
 };
 
 class ApiServer {
