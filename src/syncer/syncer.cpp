@@ -152,7 +152,7 @@ SyncerImpl::SyncerImpl(SyncerOptions options, std::unique_ptr<hostclient::Client
     hostclient::InformerOptions io;
     io.path = host_path(plural);
     if (labelled) io.label_selector = selector;
-    io.resource = {"core", plural};
+    io.resource = {std::string_view(plural) == "poddisruptionbudgets" ? "policy" : "core", plural};
     return std::make_unique<HostView>(*host_, io);
   };
   h_pods = view("pods", true);
@@ -161,6 +161,7 @@ SyncerImpl::SyncerImpl(SyncerOptions options, std::unique_ptr<hostclient::Client
   h_services = view("services", true);
   h_pvcs = view("persistentvolumeclaims", true);
   h_events = view("events", false);  // the host's events about the tenant's pods
+  h_pdbs = view("poddisruptionbudgets", true);
   hostclient::InformerOptions nodes_options;
   nodes_options.path = "/api/v1/nodes";
   nodes_options.resource = {"core", "nodes"};
@@ -176,6 +177,8 @@ SyncerImpl::SyncerImpl(SyncerOptions options, std::unique_ptr<hostclient::Client
   services.reconcile = [this](const std::string& k) { return reconcile_service(k); };
   pvcs.name = "persistentvolumeclaims";
   pvcs.reconcile = [this](const std::string& k) { return reconcile_pvc(k); };
+  pdbs.name = "poddisruptionbudgets";
+  pdbs.reconcile = [this](const std::string& k) { return reconcile_pdb(k); };
   events.name = "events";
   events.reconcile = [this](const std::string& k) { return reconcile_event(k); };
   nodes.name = "nodes";
@@ -206,6 +209,7 @@ void SyncerImpl::attach(apiserver::ApiServer& tenant, controllers::Informers& in
   t_pvcs = &informers.cache({"core", "persistentvolumeclaims"});
   t_events = &informers.cache({"core", "events"});
   t_serviceaccounts = &informers.cache({"core", "serviceaccounts"});
+  t_pdbs = &informers.cache({"policy", "poddisruptionbudgets"});
   // pods/log, exec, attach and portforward go to the host pod, on a client
   // of their own: a relay may outlive this syncer's stop.
   hostclient::Options proxy_options;
@@ -231,6 +235,8 @@ void SyncerImpl::attach(apiserver::ApiServer& tenant, controllers::Informers& in
                      [this](const controllers::ObjectEvent& e) { services.queue.add(e.key); });
   informers.on_event({"core", "persistentvolumeclaims"},
                      [this](const controllers::ObjectEvent& e) { pvcs.queue.add(e.key); });
+  informers.on_event({"policy", "poddisruptionbudgets"},
+                     [this](const controllers::ObjectEvent& e) { pdbs.queue.add(e.key); });
   informers.on_event({"core", "nodes"},
                      [this](const controllers::ObjectEvent& e) { nodes.queue.add(e.key); });
 
@@ -257,6 +263,7 @@ void SyncerImpl::attach(apiserver::ApiServer& tenant, controllers::Informers& in
     queue_origin(services, e);
   });
   h_pvcs->informer.on_event([this](const controllers::ObjectEvent& e) { queue_origin(pvcs, e); });
+  h_pdbs->informer.on_event([this](const controllers::ObjectEvent& e) { queue_origin(pdbs, e); });
   h_events->informer.on_event([this](const controllers::ObjectEvent& e) {
     if (e.type != controllers::EventType::kDeleted) events.queue.add(e.key);
   });
@@ -525,10 +532,12 @@ void SyncerImpl::bootstrap() {
     while (!v->informer.wait_synced(std::chrono::milliseconds(200))) {
       if (!sleep_for(std::chrono::milliseconds(1))) return;
       // Nodes are cluster-wide: a host that grants only the namespace
-      // (403 on nodes) still runs pods, without virtual nodes.
-      if (v == h_nodes.get() &&
+      // (403 on nodes) still runs pods, without virtual nodes. A Role from
+      // before PodDisruptionBudgets were synced likewise runs pods without.
+      if ((v == h_nodes.get() || v == h_pdbs.get()) &&
           std::chrono::steady_clock::now() - since > std::chrono::seconds(5)) {
-        VKUBE_LOG(warn, "syncer: host nodes not listed, virtual nodes wait for them");
+        VKUBE_LOG(warn, "syncer: host objects not listed, their kind waits for them",
+                  {"path", v == h_nodes.get() ? "nodes" : host_path("poddisruptionbudgets")});
         break;
       }
     }
@@ -575,6 +584,7 @@ void SyncerImpl::requeue_all() {
   for (const auto& s : t_secrets->list()) secrets.queue.add(key_of(*s));
   for (const auto& s : t_services->list()) services.queue.add(key_of(*s));
   for (const auto& c : t_pvcs->list()) pvcs.queue.add(key_of(*c));
+  for (const auto& b : t_pdbs->list()) pdbs.queue.add(key_of(*b));
 }
 
 void SyncerImpl::resync() {
@@ -582,7 +592,8 @@ void SyncerImpl::resync() {
   const std::pair<Loop*, HostView*> copies[] = {{&pods, h_pods.get()},
                                                 {&configmaps, h_configmaps.get()},
                                                 {&services, h_services.get()},
-                                                {&pvcs, h_pvcs.get()}};
+                                                {&pvcs, h_pvcs.get()},
+                                                {&pdbs, h_pdbs.get()}};
   for (const auto& [loop, view] : copies)
     for (const auto& obj : view->informer.list())
       if (auto o = names_.origin(*obj)) loop->queue.add(o->ns + "/" + o->name);

@@ -97,8 +97,11 @@ class SyncerImpl final : public Syncer {
   // --- shared by the reconcilers ---
   const SyncerOptions& options() const { return o_; }
   const NameMapper& names() const { return names_; }
+  // PodDisruptionBudgets are the one synced kind outside the core group.
   std::string host_path(const char* plural) const {
-    return "/api/v1/namespaces/" + o_.host_namespace + "/" + plural;
+    const bool policy = std::string_view(plural) == "poddisruptionbudgets";
+    return (policy ? "/apis/policy/v1/namespaces/" : "/api/v1/namespaces/") + o_.host_namespace +
+           "/" + plural;
   }
   std::string host_key(const std::string& ns, const std::string& name) const {
     return o_.host_namespace + "/" + names_.host_name(ns, name);
@@ -138,6 +141,8 @@ class SyncerImpl final : public Syncer {
   // sync_api_service.cpp: default/kubernetes gets the host Service's address.
   Status reconcile_api_service();
   Status reconcile_pvc(const std::string& key);
+  // sync_pdbs.cpp: a tenant PodDisruptionBudget, so host drains honour it.
+  Status reconcile_pdb(const std::string& key);
   // sync_events.cpp: a host event about a synced host pod, as the tenant's.
   Status reconcile_event(const std::string& host_key);
   // sync_nodes.cpp
@@ -158,15 +163,17 @@ class SyncerImpl final : public Syncer {
   const controllers::Lister* t_pvcs = nullptr;
   const controllers::Lister* t_events = nullptr;
   const controllers::Lister* t_serviceaccounts = nullptr;
+  const controllers::Lister* t_pdbs = nullptr;
   // Host views.
-  std::unique_ptr<HostView> h_pods, h_configmaps, h_secrets, h_services, h_nodes, h_pvcs, h_events;
-  Loop pods, configmaps, secrets, services, nodes, pvcs, events, tokens;
+  std::unique_ptr<HostView> h_pods, h_configmaps, h_secrets, h_services, h_nodes, h_pvcs, h_events,
+      h_pdbs;
+  Loop pods, configmaps, secrets, services, nodes, pvcs, events, tokens, pdbs;
   std::vector<Loop*> loops() {
-    return {&pods, &configmaps, &secrets, &services, &nodes, &pvcs, &events, &tokens};
+    return {&pods, &configmaps, &secrets, &services, &nodes, &pvcs, &events, &tokens, &pdbs};
   }
   std::vector<HostView*> views() {
     return {h_pods.get(),  h_configmaps.get(), h_secrets.get(), h_services.get(),
-            h_nodes.get(), h_pvcs.get(),       h_events.get()};
+            h_nodes.get(), h_pvcs.get(),       h_events.get(),  h_pdbs.get()};
   }
 
  private:

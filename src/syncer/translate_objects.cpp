@@ -75,6 +75,30 @@ Result<json> translate_service(const json& tenant_svc, const ObjectContext& ctx)
   return host;
 }
 
+Result<json> translate_pdb(const json& tenant_pdb, const ObjectContext& ctx) {
+  auto host = host_shell(tenant_pdb, ctx);
+  if (!host.is_ok()) return host.status();
+  const json tspec = tenant_pdb.value("spec", json::object());
+  json spec = json::object();
+  for (const char* field : {"minAvailable", "maxUnavailable", "unhealthyPodEvictionPolicy"})
+    if (auto it = tspec.find(field); it != tspec.end() && !it->is_null()) spec[field] = *it;
+  if (auto sel = tspec.find("selector"); sel != tspec.end() && sel->is_object()) {
+    json selector = json::object();
+    if (auto ml = sel->find("matchLabels"); ml != sel->end() && ml->is_object())
+      selector["matchLabels"] = *ml;
+    if (auto me = sel->find("matchExpressions"); me != sel->end() && me->is_array() && !me->empty())
+      selector["matchExpressions"] = *me;
+    // An empty selector is every pod of the tenant namespace: on the host,
+    // every pod with its labels, never those of other namespaces.
+    selector["matchLabels"][std::string(kNamespaceLabel)] =
+        tenant_pdb.value("metadata", json::object()).value("namespace", "");
+    selector["matchLabels"][std::string(kTenantLabel)] = ctx.names->tenant();
+    spec["selector"] = std::move(selector);
+  }
+  (*host)["spec"] = std::move(spec);
+  return host;
+}
+
 Result<json> translate_pvc(const json& tenant_pvc, const ObjectContext& ctx) {
   auto host = host_shell(tenant_pvc, ctx);
   if (!host.is_ok()) return host.status();

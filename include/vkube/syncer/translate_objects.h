@@ -39,6 +39,14 @@ Result<nlohmann::json> translate_service(const nlohmann::json& tenant_svc,
 // name and selector are the host's business (they name host volumes).
 Result<nlohmann::json> translate_pvc(const nlohmann::json& tenant_pvc, const ObjectContext& ctx);
 
+// PodDisruptionBudget: minAvailable, maxUnavailable and
+// unhealthyPodEvictionPolicy kept; the selector also requires the tenant and
+// tenant namespace labels (as a Service's does), so the budget counts only
+// this tenant namespace's host pods. Label keys are those of the tenant's
+// pods, which the host pods carry unchanged. No selector selects no pods,
+// in the tenant as on the host.
+Result<nlohmann::json> translate_pdb(const nlohmann::json& tenant_pdb, const ObjectContext& ctx);
+
 // The tenant claim's status from the host claim's: phase, capacity, access
 // modes and conditions.
 nlohmann::json tenant_pvc_status(const nlohmann::json& host_pvc);
