@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "client.h"
 #include "vkube/common/base64.h"
 #include "vkube/common/dial_policy.h"
 #include "vkube/common/log.h"
@@ -27,17 +28,6 @@ namespace vkube::nodesim {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string str(const json& obj, std::initializer_list<const char*> path) {
-  const json* v = &obj;
-  for (const char* p : path) {
-    if (!v->is_object()) return {};
-    auto it = v->find(p);
-    if (it == v->end()) return {};
-    v = &*it;
-  }
-  return v->is_string() ? v->get<std::string>() : std::string();
-}
 
 const json& field(const json& obj, const char* name) {
   static const json kNull;
@@ -60,20 +50,20 @@ std::string repository_name(std::string image) {
 // "metadata.labels['app']" and the other downward API fields a container's
 // environment may name.
 std::string downward_field(const json& pod, const std::string& path, const std::string& ip) {
-  if (path == "metadata.name") return str(pod, {"metadata", "name"});
-  if (path == "metadata.namespace") return str(pod, {"metadata", "namespace"});
-  if (path == "metadata.uid") return str(pod, {"metadata", "uid"});
-  if (path == "spec.nodeName") return str(pod, {"spec", "nodeName"});
-  if (path == "spec.serviceAccountName") return str(pod, {"spec", "serviceAccountName"});
+  if (path == "metadata.name") return text_at(pod, {"metadata", "name"});
+  if (path == "metadata.namespace") return text_at(pod, {"metadata", "namespace"});
+  if (path == "metadata.uid") return text_at(pod, {"metadata", "uid"});
+  if (path == "spec.nodeName") return text_at(pod, {"spec", "nodeName"});
+  if (path == "spec.serviceAccountName") return text_at(pod, {"spec", "serviceAccountName"});
   if (path == "status.podIP") return ip;
   if (path == "status.podIPs") return ip;
-  if (path == "status.hostIP") return str(pod, {"status", "hostIP"});
+  if (path == "status.hostIP") return text_at(pod, {"status", "hostIP"});
   for (const char* map : {"labels", "annotations"}) {
     std::string prefix = std::string("metadata.") + map + "['";
     if (path.rfind(prefix, 0) == 0 && path.size() > prefix.size() + 2 &&
         path.compare(path.size() - 2, 2, "']") == 0)
-      return str(pod, {"metadata", map,
-                       path.substr(prefix.size(), path.size() - prefix.size() - 2).c_str()});
+      return text_at(pod, {"metadata", map,
+                           path.substr(prefix.size(), path.size() - prefix.size() - 2).c_str()});
   }
   return {};
 }
@@ -118,7 +108,7 @@ int probe_port(const json& container) {
     if (port.is_number_integer()) return port.get<int>();
     if (!port.is_string()) continue;
     for (const json& p : field(container, "ports"))
-      if (str(p, {"name"}) == port.get<std::string>() &&
+      if (text_at(p, {"name"}) == port.get<std::string>() &&
           field(p, "containerPort").is_number_integer())
         return field(p, "containerPort").get<int>();
   }
@@ -136,17 +126,17 @@ Result<fs::path> claim_folder(Client& client, const std::string& ns, const std::
   if (r.code == 404) return unbound;
   if (!r.ok())
     return Status::unavailable("reading persistentvolumeclaim \"" + claim + "\": " + r.body.dump());
-  const std::string uid = str(r.body, {"metadata", "uid"});
-  const std::string volume = str(r.body, {"spec", "volumeName"});
-  if (volume.empty() || str(r.body, {"status", "phase"}) != "Bound") return unbound;
+  const std::string uid = text_at(r.body, {"metadata", "uid"});
+  const std::string volume = text_at(r.body, {"spec", "volumeName"});
+  if (volume.empty() || text_at(r.body, {"status", "phase"}) != "Bound") return unbound;
   r = client.call("GET", volume_path(volume));
   if (!r.ok())
     return Status::unavailable("reading persistentvolume \"" + volume + "\" of claim \"" + claim +
                                "\": " + r.body.dump());
-  if (str(r.body, {"spec", "claimRef", "uid"}) != uid)
+  if (text_at(r.body, {"spec", "claimRef", "uid"}) != uid)
     return Status::unavailable("persistentvolume \"" + volume + "\" is not bound to claim \"" +
                                claim + "\"");
-  const std::string path = str(r.body, {"spec", "hostPath", "path"});
+  const std::string path = text_at(r.body, {"spec", "hostPath", "path"});
   if (path.empty())
     return Status::invalid("persistentvolume \"" + volume +
                            "\" is not a hostPath volume, which is all a local pod can mount");
@@ -240,8 +230,8 @@ LocalPods::~LocalPods() {
 
 std::string LocalPods::pod_dir(const json& pod) const {
   return (fs::path(o_.state_dir) / "pods" /
-          (str(pod, {"metadata", "namespace"}) + "_" + str(pod, {"metadata", "name"}) + "_" +
-           str(pod, {"metadata", "uid"})))
+          (text_at(pod, {"metadata", "namespace"}) + "_" + text_at(pod, {"metadata", "name"}) +
+           "_" + text_at(pod, {"metadata", "uid"})))
       .string();
 }
 
@@ -260,7 +250,8 @@ bool LocalPods::control_plane(const json& pod) {
     return false;
   for (const json& ref : field(meta, "ownerReferences"))
     if (ref.is_object() && ref.value("controller", false) == true &&
-        str(ref, {"kind"}) == "StatefulSet" && str(ref, {"apiVersion"}).starts_with("apps/"))
+        text_at(ref, {"kind"}) == "StatefulSet" &&
+        text_at(ref, {"apiVersion"}).starts_with("apps/"))
       return true;
   return false;
 }
@@ -269,12 +260,12 @@ bool LocalPods::runs(const json& pod) const {
   if (o_.images.empty()) return false;
   bool local_image = false;
   for (const json& c : field(field(pod, "spec"), "containers")) {
-    std::string repo = repository_name(str(c, {"image"}));
+    std::string repo = repository_name(text_at(c, {"image"}));
     if (std::find(o_.images.begin(), o_.images.end(), repo) != o_.images.end()) local_image = true;
   }
   if (!local_image) return false;
   if (control_plane(pod)) return true;
-  return o_.unsandboxed && o_.unsandboxed(str(pod, {"metadata", "namespace"}));
+  return o_.unsandboxed && o_.unsandboxed(text_at(pod, {"metadata", "namespace"}));
 }
 
 Status LocalPods::start(const std::string& key, const json& pod, const std::string& ip) {
@@ -287,17 +278,17 @@ Status LocalPods::start(const std::string& key, const json& pod, const std::stri
   const json& spec = field(pod, "spec");
   const json* container = nullptr;
   for (const json& c : field(spec, "containers")) {
-    std::string repo = repository_name(str(c, {"image"}));
+    std::string repo = repository_name(text_at(c, {"image"}));
     if (std::find(o_.images.begin(), o_.images.end(), repo) != o_.images.end()) {
       container = &c;
       break;
     }
   }
   if (container == nullptr) return Status::invalid("no container of a local image");
-  const std::string ns = str(pod, {"metadata", "namespace"});
-  const std::string name = str(pod, {"metadata", "name"});
-  const std::string uid = str(pod, {"metadata", "uid"});
-  const std::string cname = str(*container, {"name"});
+  const std::string ns = text_at(pod, {"metadata", "namespace"});
+  const std::string name = text_at(pod, {"metadata", "name"});
+  const std::string uid = text_at(pod, {"metadata", "uid"});
+  const std::string cname = text_at(*container, {"name"});
   const fs::path dir = pod_dir(pod);
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -308,9 +299,9 @@ Status LocalPods::start(const std::string& key, const json& pod, const std::stri
   // for its volumes before creating the sandbox.
   std::map<std::string, fs::path> volumes;
   for (const json& v : field(spec, "volumes")) {
-    const std::string vname = str(v, {"name"});
+    const std::string vname = text_at(v, {"name"});
     if (field(v, "persistentVolumeClaim").is_object()) {
-      auto folder = claim_folder(client_, ns, str(v, {"persistentVolumeClaim", "claimName"}));
+      auto folder = claim_folder(client_, ns, text_at(v, {"persistentVolumeClaim", "claimName"}));
       if (!folder.is_ok()) return folder.status();
       volumes[vname] = std::move(folder).value();
     } else {
@@ -320,7 +311,7 @@ Status LocalPods::start(const std::string& key, const json& pod, const std::stri
       const bool secret_volume = field(v, "secret").is_object();
       if (secret_volume || field(v, "configMap").is_object()) {
         const json& src = field(v, secret_volume ? "secret" : "configMap");
-        const std::string obj_name = str(src, {secret_volume ? "secretName" : "name"});
+        const std::string obj_name = text_at(src, {secret_volume ? "secretName" : "name"});
         auto data = read_data(client_, ns, secret_volume ? "secrets" : "configmaps", obj_name);
         if (!data) {
           if (field(src, "optional").is_boolean() && field(src, "optional").get<bool>()) continue;
@@ -330,9 +321,9 @@ Status LocalPods::start(const std::string& key, const json& pod, const std::stri
         std::map<std::string, std::string> files;
         if (field(src, "items").is_array() && !field(src, "items").empty()) {
           for (const json& item : field(src, "items")) {
-            auto it = data->find(str(item, {"key"}));
-            if (it != data->end() && !str(item, {"path"}).empty())
-              files[str(item, {"path"})] = it->second;
+            auto it = data->find(text_at(item, {"key"}));
+            if (it != data->end() && !text_at(item, {"path"}).empty())
+              files[text_at(item, {"path"})] = it->second;
           }
         } else {
           files = std::move(*data);
@@ -382,7 +373,7 @@ Status LocalPods::start(const std::string& key, const json& pod, const std::stri
     set("KUBERNETES_PORT", "tcp://" + host + ":" + port);
   }
   if (field(spec, "automountServiceAccountToken") != false) {
-    std::string sa = str(spec, {"serviceAccountName"});
+    std::string sa = text_at(spec, {"serviceAccountName"});
     if (sa.empty()) sa = "default";
     json request = {{"apiVersion", "authentication.k8s.io/v1"},
                     {"kind", "TokenRequest"},
@@ -398,28 +389,28 @@ Status LocalPods::start(const std::string& key, const json& pod, const std::stri
     fs::create_directories(account, ec);
     std::ifstream ca_in(o_.ca_file, std::ios::binary);
     std::string ca((std::istreambuf_iterator<char>(ca_in)), std::istreambuf_iterator<char>());
-    VKUBE_RETURN_IF_ERROR(write_file(account / "token", str(r.body, {"status", "token"})));
+    VKUBE_RETURN_IF_ERROR(write_file(account / "token", text_at(r.body, {"status", "token"})));
     VKUBE_RETURN_IF_ERROR(write_file(account / "ca.crt", ca));
     VKUBE_RETURN_IF_ERROR(write_file(account / "namespace", ns));
     set("VKUBE_SERVICE_ACCOUNT_DIR", account.string());
   }
   for (const json& from : field(*container, "envFrom")) {
-    const std::string prefix = str(from, {"prefix"});
+    const std::string prefix = text_at(from, {"prefix"});
     for (const char* kind : {"configMapRef", "secretRef"}) {
       const json& ref = field(from, kind);
       if (!ref.is_object()) continue;
       auto data =
-          read_data(client_, ns, kind[0] == 'c' ? "configmaps" : "secrets", str(ref, {"name"}));
+          read_data(client_, ns, kind[0] == 'c' ? "configmaps" : "secrets", text_at(ref, {"name"}));
       if (!data) {
         if (field(ref, "optional") == true) continue;
         return Status::not_found(std::string(kind[0] == 'c' ? "configmap" : "secret") + " \"" +
-                                 str(ref, {"name"}) + "\" not found");
+                                 text_at(ref, {"name"}) + "\" not found");
       }
       for (auto& [k, v] : *data) set(prefix + k, v);
     }
   }
   for (const json& e : field(*container, "env")) {
-    const std::string k = str(e, {"name"});
+    const std::string k = text_at(e, {"name"});
     if (k.empty()) continue;
     if (field(e, "value").is_string()) {
       set(k, expand_vars(field(e, "value").get<std::string>(), env));
@@ -427,21 +418,21 @@ Status LocalPods::start(const std::string& key, const json& pod, const std::stri
     }
     const json& from = field(e, "valueFrom");
     if (field(from, "fieldRef").is_object()) {
-      set(k, downward_field(pod, str(from, {"fieldRef", "fieldPath"}), ip));
+      set(k, downward_field(pod, text_at(from, {"fieldRef", "fieldPath"}), ip));
       continue;
     }
     for (const char* kind : {"configMapKeyRef", "secretKeyRef"}) {
       const json& ref = field(from, kind);
       if (!ref.is_object()) continue;
       auto data =
-          read_data(client_, ns, kind[0] == 'c' ? "configmaps" : "secrets", str(ref, {"name"}));
+          read_data(client_, ns, kind[0] == 'c' ? "configmaps" : "secrets", text_at(ref, {"name"}));
       auto value =
-          data ? data->find(str(ref, {"key"})) : std::map<std::string, std::string>::iterator{};
+          data ? data->find(text_at(ref, {"key"})) : std::map<std::string, std::string>::iterator{};
       if (!data || value == data->end()) {
         if (field(ref, "optional") == true) break;
-        return Status::not_found("couldn't find key " + str(ref, {"key"}) + " in " +
+        return Status::not_found("couldn't find key " + text_at(ref, {"key"}) + " in " +
                                  (kind[0] == 'c' ? "ConfigMap " : "Secret ") + ns + "/" +
-                                 str(ref, {"name"}));
+                                 text_at(ref, {"name"}));
       }
       set(k, value->second);
     }
@@ -450,8 +441,8 @@ Status LocalPods::start(const std::string& key, const json& pod, const std::stri
   // Where the volumes are mounted.
   std::vector<std::pair<std::string, std::string>> mounts;
   for (const json& m : field(*container, "volumeMounts")) {
-    auto it = volumes.find(str(m, {"name"}));
-    std::string path = str(m, {"mountPath"});
+    auto it = volumes.find(text_at(m, {"name"}));
+    std::string path = text_at(m, {"mountPath"});
     if (it == volumes.end() || path.empty()) continue;
     fs::create_directories(it->second, ec);
     if (ec)
