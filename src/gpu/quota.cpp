@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <set>
 
+#include "amounts.h"
 #include "models.h"
-#include "vkube/api/quantity.h"
 #include "vkube/api/validation.h"
 
 namespace vkube::gpu {
@@ -27,17 +27,6 @@ std::string quantity(int64_t milli) {
 
 Status bad_item(std::string_view item, const std::string& why) {
   return Status::invalid("invalid GPU quota item \"" + std::string(item) + "\": " + why);
-}
-
-// A whole number, 0 or more; nullopt otherwise.
-std::optional<int64_t> whole_number(std::string_view s) {
-  if (s.empty() || s.size() > 15) return std::nullopt;
-  int64_t v = 0;
-  for (char ch : s) {
-    if (ch < '0' || ch > '9') return std::nullopt;
-    v = v * 10 + (ch - '0');
-  }
-  return v;
 }
 
 // A MIG slice's share of its GPU: g of the GPU's compute slices, rounded up.
@@ -157,8 +146,8 @@ Result<GpuQuota> parse_gpu_quota(std::string_view text) {
         return bad_item(item, "model \"" + model + "\" is not a label value: " + errs.front());
       if (q.models.contains(model))
         return bad_item(item, "model " + model + " is given more than once");
-      auto milli = api::quantity_milli(value);
-      if (value.empty() || !milli || *milli < 0)
+      auto milli = gpu_amount_milli(value);
+      if (!milli)
         return bad_item(item,
                         "the limit must be a number of GPUs, 0 or more (\"2\", \"1.5\"), "
                         "got \"" +
