@@ -20,224 +20,26 @@
 //       until the GPUs asked for reach X times the cluster's (the paper's
 //       experiment); prints allocation and fragmentation as demand grows.
 //     Tenants: each pod goes to namespace tenant-<h % 4>, h = FNV-1a of its name.
+//
+//   bench_scheduler reclaim [--reclaims 100] [--nodes 2] [--grace 0]
+//   bench_scheduler queues [--tenants 50] [--nodes 1000] [--pods 10000]
+//     Tenants' GPU shares (issue 38): scheduler_share_bench.cpp says what
+//     they measure.
 // A benchmark, not a test: a missed target prints MISS and exits 0.
 
-#include <sys/resource.h>
-
-#include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
-#include <string>
-#include <thread>
-#include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "vkube/apiserver/apiserver.h"
-#include "vkube/common/log.h"
-#include "vkube/controllers/manager.h"
-#include "vkube/gpu/node_spec.h"
-#include "vkube/gpu/resources.h"
-#include "vkube/nodesim/simulator.h"
-#include "vkube/scheduler/scheduler.h"
-#include "vkube/storage/rocksdb_backend.h"
-#include "vkube/storage/watch_cache.h"
-
-#ifndef VKUBE_TRACE_DIR
-#define VKUBE_TRACE_DIR "../shared/traces/alibaba-gpu-v2023"
-#endif
+#include "scheduler_bench_host.h"
 
 namespace {
 
-using json = nlohmann::json;
-using Clock = std::chrono::steady_clock;
-using namespace std::chrono_literals;
 using namespace vkube;
-
-struct Flags {
-  std::string mode = "throughput";
-  int nodes = 1000;
-  int pods = 10000;
-  std::string policy = "binpack";
-  bool sync = true;
-  std::string pods_csv = std::string(VKUBE_TRACE_DIR) + "/openb_pod_list_default.csv";
-  std::string nodes_csv = std::string(VKUBE_TRACE_DIR) + "/openb_node_list_gpu_node.csv";
-  std::string trace_mode = "fill";
-  double seconds = 60;
-  double load = 1.2;
-  double from_day = 0;
-};
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-// One host control plane in process.
-struct Host {
-  std::string dir;
-  std::unique_ptr<storage::Backend> store, cache;
-  std::unique_ptr<apiserver::ApiServer> api;
-  std::unique_ptr<controllers::ControllerManager> manager;
-  std::unique_ptr<scheduler::Scheduler> sched;
-  std::unique_ptr<nodesim::Simulator> sim;
-
-  explicit Host(bool sync) {
-    char tmpl[] = "/tmp/vkube-bench-scheduler-XXXXXX";
-    if (mkdtemp(tmpl) == nullptr) std::exit(1);
-    dir = tmpl;
-    storage::RocksDbOptions so;
-    so.path = dir + "/store";
-    so.sync = sync;
-    auto s = storage::open_rocksdb(so);
-    if (!s.is_ok()) {
-      std::fprintf(stderr, "open: %s\n", s.status().message().c_str());
-      std::exit(1);
-    }
-    store = std::move(s).value();
-    cache = std::move(storage::make_watch_cache(*store)).value();
-    apiserver::Options ao;
-    ao.backend = cache.get();
-    api = apiserver::ApiServer::create(ao);
-    for (const char* ns : {"default", "kube-system", "kube-node-lease", "tenant-0", "tenant-1",
-                           "tenant-2", "tenant-3"})
-      call("POST", "/api/v1/namespaces", {{"metadata", {{"name", ns}}}});
-  }
-  ~Host() {
-    if (sim) sim->stop();
-    if (sched) sched->stop();
-    if (manager) manager->stop();
-    api->shutdown();
-    api.reset();
-    cache.reset();
-    store.reset();
-    std::filesystem::remove_all(dir);
-  }
-
-  // Starts the controllers, the scheduler and (with `nodes`) simulated nodes.
-  void start(scheduler::Options so, std::vector<gpu::NodeSpec>* nodes) {
-    controllers::ManagerOptions mo;
-    mo.attach.push_back([&](controllers::Informers& inf) {
-      sched = scheduler::Scheduler::create(*api, inf, so);
-      if (nodes != nullptr) {
-        nodesim::Options no;
-        no.nodes = *nodes;
-        sim = nodesim::Simulator::create(*api, inf, std::move(no));
-      }
-    });
-    auto m = controllers::ControllerManager::start(*api, *cache, mo);
-    if (!m.is_ok()) {
-      std::fprintf(stderr, "controllers: %s\n", m.status().message().c_str());
-      std::exit(1);
-    }
-    manager = std::move(m).value();
-    if (!sched->start().is_ok()) std::exit(1);
-    if (sim) {
-      Status s = sim->start();
-      if (!s.is_ok()) {
-        std::fprintf(stderr, "simulated nodes: %s\n", s.message().c_str());
-        std::exit(1);
-      }
-    }
-  }
-
-  http::Response call(const std::string& method, const std::string& target,
-                      const json& body = nullptr) {
-    http::Request req;
-    req.method = method;
-    auto q = target.find('?');
-    req.target = target;
-    req.path = target.substr(0, q);
-    if (q != std::string::npos) req.query = target.substr(q + 1);
-    req.peer = http::PeerCertificate{"bench", {"system:masters"}};
-    if (!body.is_null()) {
-      req.body = body.dump();
-      req.headers.push_back({"Content-Type", "application/json"});
-    }
-    return api->handle(req);
-  }
-};
-
-// Runs fn(i) for i in [0, n) on `threads` threads.
-void parallel(int n, int threads, const std::function<void(int)>& fn) {
-  std::atomic<int> next{0};
-  std::vector<std::thread> ts;
-  for (int t = 0; t < threads; ++t)
-    ts.emplace_back([&] {
-      for (int i; (i = next.fetch_add(1)) < n;) fn(i);
-    });
-  for (auto& t : ts) t.join();
-}
-
-json pod_object(const std::string& ns, const std::string& name, int64_t cpu_milli, int64_t mem_mib,
-                int gpus, int gpu_milli, const std::vector<std::string>& products = {}) {
-  json limits = json::object(), requests = {{"cpu", std::to_string(cpu_milli) + "m"},
-                                            {"memory", std::to_string(mem_mib) + "Mi"}};
-  if (gpus >= 1 && gpu_milli > 0 && gpu_milli < 1000)
-    limits["vkube.io/gpu-milli"] = std::to_string(gpu_milli);
-  else if (gpus >= 1)
-    limits["nvidia.com/gpu"] = std::to_string(gpus);
-  for (auto& [k, v] : limits.items()) requests[k] = v;
-  json pod = {{"apiVersion", "v1"},
-              {"kind", "Pod"},
-              {"metadata", {{"name", name}, {"namespace", ns}}},
-              {"spec",
-               {{"containers",
-                 json::array({{{"name", "main"},
-                               {"image", "trace"},
-                               {"resources", {{"requests", requests}, {"limits", limits}}}}})},
-                {"terminationGracePeriodSeconds", 0}}}};
-  if (!products.empty())
-    pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] = {
-        {"nodeSelectorTerms",
-         json::array({{{"matchExpressions", json::array({{{"key", "nvidia.com/gpu.product"},
-                                                          {"operator", "In"},
-                                                          {"values", products}}})}}})}};
-  return pod;
-}
-
-void report(const char* what, double value, const char* unit, double target) {
-  std::printf("%-52s %10.1f %-6s (target >= %g) %s\n", what, value, unit, target,
-              value >= target ? "ok" : "MISS");
-  std::fflush(stdout);
-}
+using namespace vkube::bench;
 
 // --- throughput ---
-
-bool wait_scheduled(Host& h, int64_t n, double timeout_s) {
-  auto t0 = Clock::now();
-  while (h.sched->gpu_state().scheduled < n) {
-    if (seconds_since(t0) > timeout_s) return false;
-    std::this_thread::sleep_for(2ms);
-  }
-  return true;
-}
-
-json throughput_pod(int i) {
-  // 40% one GPU, 40% half a GPU, 20% CPU only.
-  int kind = i % 5;
-  int gpus = kind < 2 ? 1 : kind < 4 ? 1 : 0;
-  int milli = kind < 2 ? 1000 : kind < 4 ? 500 : 0;
-  return pod_object("default", "p-" + std::to_string(i), 1000, 2048, gpus, milli);
-}
-
-void create_nodes(Host& h, int n) {
-  gpu::PoolFlags pf;
-  pf.count = n;
-  pf.prefix = "gpu-node";
-  auto specs = gpu::pool_from_flags(pf);
-  if (!specs.is_ok()) std::exit(1);
-  gpu::assign_addresses(*specs);
-  parallel(n, 16, [&](int i) {
-    json node = gpu::node_object((*specs)[i], "2026-12-01T00:00:00Z");
-    h.call("POST", "/api/v1/nodes", node);
-  });
-}
 
 int run_throughput(const Flags& f, gpu::Policy policy) {
   std::printf("scheduling %d pods on %d nodes of 8 A100-80GB (policy %s, %s writes)\n", f.pods,
@@ -556,7 +358,10 @@ int usage() {
       "usage: bench_scheduler throughput [--nodes N] [--pods N] [--policy P] [--no-sync]\n"
       "       bench_scheduler trace [--pods-csv F] [--nodes-csv F] [--policy P|all] [--mode "
       "fill|replay]\n"
-      "                             [--seconds S] [--from-day D] [--load X] [--no-sync]\n");
+      "                             [--seconds S] [--from-day D] [--load X] [--no-sync]\n"
+      "       bench_scheduler reclaim [--reclaims N] [--nodes N] [--grace S] [--no-sync]\n"
+      "       bench_scheduler queues [--tenants N] [--nodes N] [--pods N] [--repeat N] "
+      "[--policy P] [--no-sync]\n");
   return 2;
 }
 
@@ -567,15 +372,17 @@ int main(int argc, char** argv) {
   Flags f;
   if (argc < 2) return usage();
   f.mode = argv[1];
+  bool nodes_given = false;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
       if (i + 1 >= argc) std::exit(usage());
       return argv[++i];
     };
-    if (a == "--nodes")
+    if (a == "--nodes") {
       f.nodes = std::stoi(next());
-    else if (a == "--pods")
+      nodes_given = true;
+    } else if (a == "--pods")
       f.pods = std::stoi(next());
     else if (a == "--policy")
       f.policy = next();
@@ -593,6 +400,14 @@ int main(int argc, char** argv) {
       f.from_day = std::stod(next());
     else if (a == "--load")
       f.load = std::stod(next());
+    else if (a == "--reclaims")
+      f.reclaims = std::stoi(next());
+    else if (a == "--grace")
+      f.grace = std::stoi(next());
+    else if (a == "--tenants")
+      f.tenants = std::stoi(next());
+    else if (a == "--repeat")
+      f.repeat = std::stoi(next());
     else
       return usage();
   }
@@ -602,5 +417,14 @@ int main(int argc, char** argv) {
     return run_throughput(f, *p);
   }
   if (f.mode == "trace") return run_traces(f);
+  if (f.mode == "reclaim") {
+    if (!nodes_given) f.nodes = 2;  // the issue's 16-GPU pool
+    return run_reclaim(f);
+  }
+  if (f.mode == "queues") {
+    auto p = gpu::parse_policy(f.policy);
+    if (!p.is_ok()) return usage();
+    return run_queues(f, *p);
+  }
   return usage();
 }
