@@ -20,7 +20,8 @@ constexpr std::string_view kHamiCores = "nvidia.com/gpucores";
 constexpr std::string_view kFractionContainer = "gpu-fraction-container-name";
 
 bool host_owned(const std::string& key) {
-  return key == kAllocationAnnotation || key == "volcano.sh/devices-to-allocate" ||
+  // gpu.vkube.io/ is the host scheduler's (allocation, borrowing).
+  return key.starts_with("gpu.vkube.io/") || key == "volcano.sh/devices-to-allocate" ||
          key == "runai-gpu-group" || key.starts_with("hami.io/vgpu-");
 }
 

@@ -114,4 +114,40 @@ std::string render_metrics(const MetricsSnapshot& s, const LatencyHistogram& lat
   return out;
 }
 
+void render_tenant_metrics(std::string& out, const std::vector<gpu::TenantBooks>& tenants,
+                           int64_t preemptions) {
+  struct Gauge {
+    const char* name;
+    const char* help;
+    int64_t (*value)(const gpu::TenantBooks&);
+  };
+  static const Gauge kGauges[] = {
+      {"vkube_tenant_gpu_deserved_milli", "GPUs guaranteed to the tenant, in thousandths.",
+       [](const gpu::TenantBooks& t) { return t.share.deserved_milli; }},
+      {"vkube_tenant_gpu_limit_milli", "The tenant's limit in thousandths (-1: the pool).",
+       [](const gpu::TenantBooks& t) { return t.share.limit_milli.value_or(-1); }},
+      {"vkube_tenant_gpu_allocated_milli", "GPUs the tenant's bound pods hold.",
+       [](const gpu::TenantBooks& t) { return t.allocated; }},
+      {"vkube_tenant_gpu_borrowed_milli", "GPUs the tenant holds beyond its deserved share.",
+       [](const gpu::TenantBooks& t) { return t.borrowed; }},
+      {"vkube_tenant_gpu_lent_milli", "Deserved GPUs of the tenant that others borrow.",
+       [](const gpu::TenantBooks& t) { return t.lent; }},
+      {"vkube_tenant_gpu_pending_milli", "GPUs the tenant's unplaced pods ask for.",
+       [](const gpu::TenantBooks& t) { return t.pending; }},
+      {"vkube_tenant_gpu_reclaiming_milli", "GPUs of the tenant's pods being preempted.",
+       [](const gpu::TenantBooks& t) { return t.reclaiming; }},
+      {"vkube_tenant_gpu_fair_share_milli", "What the tenant may hold now (water-filling).",
+       [](const gpu::TenantBooks& t) { return t.fair_share; }},
+  };
+  for (const Gauge& g : kGauges) {
+    header(out, g.name, "gauge", g.help);
+    for (const auto& t : tenants)
+      out += std::string(g.name) + "{tenant=\"" + escape(t.tenant) + "\",namespace=\"" +
+             escape(t.ns) + "\"} " + std::to_string(g.value(t)) + "\n";
+  }
+  header(out, "vkube_scheduler_preemptions_total", "counter",
+         "Pods preempted to reclaim GPUs or for higher-priority pods.");
+  out += "vkube_scheduler_preemptions_total " + std::to_string(preemptions) + "\n";
+}
+
 }  // namespace vkube::scheduler

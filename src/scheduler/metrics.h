@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "vkube/gpu/share.h"
+
 namespace vkube::scheduler {
 
 class LatencyHistogram {
@@ -43,5 +45,11 @@ struct MetricsSnapshot {
 };
 
 std::string render_metrics(const MetricsSnapshot& s, const LatencyHistogram& latency);
+
+// Per tenant (settled books): vkube_tenant_gpu_{deserved,limit,allocated,
+// borrowed,lent,pending,reclaiming,fair_share}_milli{tenant,namespace}, and
+// vkube_scheduler_preemptions_total.
+void render_tenant_metrics(std::string& out, const std::vector<gpu::TenantBooks>& tenants,
+                           int64_t preemptions);
 
 }  // namespace vkube::scheduler

@@ -1,6 +1,10 @@
 #include "node_info.h"
 
+#include <charconv>
+
 #include "vkube/api/quantity.h"
+#include "vkube/gpu/quota.h"
+#include "vkube/gpu/share.h"
 
 namespace vkube::scheduler {
 
@@ -86,6 +90,24 @@ Result<PodInfo> pod_info(const json& pod) {
   auto g = gpu::request_of(pod);
   if (!g.is_ok()) return g.status();
   p.gpu = std::move(g).value();
+  if (!p.gpu.empty()) p.gpu_milli = gpu::usage_of(pod, p.gpu).milli;
+  if (const json* m = find(pod, {"metadata"}); m != nullptr && m->is_object()) {
+    p.terminating = m->contains("deletionTimestamp");
+    p.created = m->value("creationTimestamp", "");
+    if (const json* a = find(*m, {"annotations"}); a != nullptr && a->is_object()) {
+      auto group = a->find(gpu::kPodGroupAnnotation);
+      auto size = a->find(gpu::kPodGroupSizeAnnotation);
+      if (group != a->end() && group->is_string() && size != a->end() && size->is_string()) {
+        int n = 0;
+        const std::string& text = size->get_ref<const std::string&>();
+        auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+        if (ec == std::errc() && end == text.data() + text.size() && n > 0 && n <= 10000) {
+          p.group = group->get<std::string>();
+          p.group_size = n;
+        }
+      }
+    }
+  }
   if (const json* a =
           find(pod, {"metadata", "annotations", std::string(gpu::kAllocationAnnotation).c_str()});
       a != nullptr && a->is_string()) {
@@ -155,6 +177,11 @@ bool NodeInfo::remove_pod(const std::string& uid) {
   frag_valid_ = false;
   pods_.erase(it);
   return true;
+}
+
+PodInfo* NodeInfo::pod(const std::string& uid) {
+  auto it = pods_.find(uid);
+  return it == pods_.end() ? nullptr : &it->second;
 }
 
 bool NodeInfo::fragmentation_cached(uint64_t epoch, double* out) const {

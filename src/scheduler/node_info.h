@@ -44,6 +44,14 @@ struct PodInfo {
   gpu::GpuRequest gpu;
   gpu::Allocation allocation;  // on its node
   int32_t priority = 0;
+  // What it counts against its tenant's GPU share, in thousandths of a GPU
+  // (gpu::usage_of): 0 for a pod without GPUs.
+  int64_t gpu_milli = 0;
+  bool terminating = false;  // deletionTimestamp set: its GPUs are being freed
+  std::string created;       // creationTimestamp (RFC 3339: orders as text)
+  // Its gang (gpu::kPodGroupAnnotation, "" for none) and the gang's size.
+  std::string group;
+  int group_size = 0;
 };
 
 // kube's effective requests of a pod (sum of containers, or the largest init
@@ -73,6 +81,8 @@ class NodeInfo {
   Status add_pod(PodInfo pod);
   // Removes a pod by uid; false when it is not here.
   bool remove_pod(const std::string& uid);
+  // The pod of `uid` here, to update its terminating flag; null when absent.
+  PodInfo* pod(const std::string& uid);
 
   // Memoised fragmentation for the workload epoch `epoch`.
   bool fragmentation_cached(uint64_t epoch, double* out) const;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <map>
+#include <set>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -13,11 +14,14 @@
 #include "filters.h"
 #include "metrics.h"
 #include "node_info.h"
+#include "preemption.h"
 #include "queue.h"
+#include "tenants.h"
 #include "vkube/common/log.h"
 #include "vkube/controllers/event_recorder.h"
 #include "vkube/controllers/local_client.h"
 #include "vkube/controllers/write_pool.h"
+#include "vkube/gpu/share.h"
 #include "vkube/scheduler/scheduler.h"
 #include "workload.h"
 
@@ -82,6 +86,13 @@ class SchedulerImpl final : public Scheduler {
     informers.cache({"core", "nodes"});
     informers.on_event({"core", "pods"}, [this](const ObjectEvent& e) { on_pod(e); });
     informers.on_event({"core", "nodes"}, [this](const ObjectEvent& e) { on_node(e); });
+    // Tenants' GPU shares: the namespace's annotation, else its control
+    // plane's --gpu-share (the chart's value).
+    informers.cache({"core", "namespaces"});
+    informers.on_event({"core", "namespaces"}, [this](const ObjectEvent& e) { on_namespace(e); });
+    informers.cache({"apps", "statefulsets"});
+    informers.on_event({"apps", "statefulsets"},
+                       [this](const ObjectEvent& e) { on_statefulset(e); });
   }
   ~SchedulerImpl() override { stop(); }
 
@@ -169,7 +180,14 @@ class SchedulerImpl final : public Scheduler {
     snap.scheduled = scheduled_.load();
     snap.unschedulable_attempts = unschedulable_attempts_.load();
     snap.errors = errors_.load();
-    return render_metrics(snap, latency_);
+    std::vector<gpu::TenantBooks> tenants;
+    {
+      std::lock_guard lock(mu_);
+      if (ledger_.enabled()) tenants = ledger_.settle(capacity_milli_);
+    }
+    std::string out = render_metrics(snap, latency_);
+    render_tenant_metrics(out, tenants, preemptions_.load());
+    return out;
   }
 
  private:
@@ -191,6 +209,8 @@ class SchedulerImpl final : public Scheduler {
       {
         std::lock_guard lock(mu_);
         freed = forget_pod_locked(uid, node);
+        forget_waiting_locked(uid, e.key);
+        ledger_.unnominate(uid);
       }
       queue_.remove(e.key);
       if (freed) queue_.move_all_to_active();
@@ -200,26 +220,88 @@ class SchedulerImpl final : public Scheduler {
       {
         std::lock_guard lock(mu_);
         assumed_.erase(uid);
+        forget_waiting_locked(uid, e.key);
+        ledger_.unnominate(uid);
         account_bound_locked(pod, uid, node);
       }
       queue_.remove(e.key);
       return;
     }
-    if (!ours(pod) || find(pod, {"metadata", "deletionTimestamp"}) != nullptr) return;
-    if (e.type == EventType::kModified && e.old && !spec_changed(*e.old, pod)) return;
-    if (e.type == EventType::kAdded) {
+    if (!ours(pod)) return;
+    if (find(pod, {"metadata", "deletionTimestamp"}) != nullptr) {
       std::lock_guard lock(mu_);
-      workload_.add(pod);
+      forget_waiting_locked(uid, e.key);
+      ledger_.unnominate(uid);
+      return;
+    }
+    if (e.type == EventType::kModified && e.old && !spec_changed(*e.old, pod)) return;
+    {
+      std::lock_guard lock(mu_);
+      if (e.type == EventType::kAdded) workload_.add(pod);
+      note_waiting_locked(pod, uid, e.key);
     }
     const json* prio = find(pod, {"spec", "priority"});
     queue_.add(e.key, prio != nullptr && prio->is_number_integer() ? prio->get<int32_t>() : 0);
   }
 
+  // An unbound pod of ours: what it asks of its tenant, its gang, and the
+  // node it waits on (status.nominatedNodeName: a reclaim begun before a
+  // restart goes on without preempting again).
+  void note_waiting_locked(const json& pod, const std::string& uid, const std::string& key) {
+    auto info = pod_info(pod);
+    if (!info.is_ok()) return;
+    ledger_.set_pending(uid, info->ns, info->gpu_milli);
+    if (!info->group.empty()) gang_waiting_[info->ns + "/" + info->group].insert(key);
+    const std::string nominated = str(pod, {"status", "nominatedNodeName"});
+    if (!nominated.empty() && ledger_.nomination(uid) == nullptr)
+      ledger_.nominate(uid, {nominated, info->ns, key, *info});
+  }
+
+  void forget_waiting_locked(const std::string& uid, const std::string& key) {
+    ledger_.clear_pending(uid);
+    if (gang_waiting_.empty()) return;
+    const auto slash = key.find('/');
+    for (auto it = gang_waiting_.begin(); it != gang_waiting_.end();) {
+      if (slash != std::string::npos && it->first.compare(0, slash + 1, key, 0, slash + 1) == 0)
+        it->second.erase(key);
+      it = it->second.empty() ? gang_waiting_.erase(it) : std::next(it);
+    }
+  }
+
+  // Every pod a node holds passes here, so the tenants' books and the
+  // gangs' counts move with the nodes'.
+  Status hold_locked(NodeInfo& n, PodInfo p) {
+    ledger_.add_bound(p);
+    if (!p.group.empty()) ++gang_bound_[p.ns + "/" + p.group];
+    PodInfo copy = p;
+    Status s = n.add_pod(std::move(p));
+    if (!s.is_ok()) {
+      ledger_.remove_bound(copy);
+      if (!copy.group.empty()) --gang_bound_[copy.ns + "/" + copy.group];
+    }
+    return s;
+  }
+
+  bool release_locked(NodeInfo& n, const std::string& uid) {
+    PodInfo* p = n.pod(uid);
+    if (p == nullptr) return false;
+    ledger_.remove_bound(*p);
+    if (!p->group.empty()) {
+      auto it = gang_bound_.find(p->ns + "/" + p->group);
+      if (it != gang_bound_.end() && --it->second <= 0) gang_bound_.erase(it);
+    }
+    return n.remove_pod(uid);
+  }
+
   // A pod bound to `node` holds its resources (unless it already does: our
-  // own assumption, confirmed).
+  // own assumption, confirmed; then only its terminating flag may change).
   void account_bound_locked(const json& pod, const std::string& uid, const std::string& node) {
     auto it = nodes_.find(node);
-    if (it != nodes_.end() && it->second->has_pod(uid)) return;
+    if (it != nodes_.end() && it->second->has_pod(uid)) {
+      if (find(pod, {"metadata", "deletionTimestamp"}) != nullptr)
+        if (PodInfo* held = it->second->pod(uid)) ledger_.set_terminating(*held);
+      return;
+    }
     auto info = pod_info(pod);
     if (!info.is_ok()) return;
     PodInfo p = std::move(info).value();
@@ -237,12 +319,12 @@ class SchedulerImpl final : public Scheduler {
       auto a = gpu::choose(n.devices(), p.gpu, gpu::Policy::kBinpack);
       if (a) p.allocation = *a;
     }
-    std::string uid = p.uid;
-    if (!n.add_pod(p).is_ok()) {
+    PodInfo copy = p;
+    if (!hold_locked(n, std::move(p)).is_ok()) {
       // Overlapping devices (two pods claim one GPU): count its resources
       // without devices rather than lose the pod.
-      p.allocation = {};
-      (void)n.add_pod(std::move(p));
+      copy.allocation = {};
+      (void)hold_locked(n, std::move(copy));
     }
   }
 
@@ -253,10 +335,33 @@ class SchedulerImpl final : public Scheduler {
     if (it == nodes_.end()) {
       // Assumed on a node under another name? Look everywhere (rare).
       for (auto& [name, n] : nodes_)
-        if (n->remove_pod(uid)) return true;
+        if (release_locked(*n, uid)) return true;
       return false;
     }
-    return it->second->remove_pod(uid);
+    return release_locked(*it->second, uid);
+  }
+
+  void on_namespace(const ObjectEvent& e) {
+    bool changed;
+    {
+      std::lock_guard lock(mu_);
+      if (e.type == EventType::kDeleted) {
+        ledger_.remove_namespace(str(*e.object, {"metadata", "name"}));
+        changed = true;
+      } else {
+        changed = ledger_.set_namespace(*e.object);
+      }
+    }
+    if (changed) queue_.move_all_to_active();
+  }
+
+  void on_statefulset(const ObjectEvent& e) {
+    bool changed;
+    {
+      std::lock_guard lock(mu_);
+      changed = ledger_.set_statefulset(*e.object, e.type == EventType::kDeleted);
+    }
+    if (changed) queue_.move_all_to_active();
   }
 
   void on_node(const ObjectEvent& e) {
@@ -266,8 +371,14 @@ class SchedulerImpl final : public Scheduler {
       if (e.type == EventType::kDeleted) {
         auto it = nodes_.find(name);
         if (it != nodes_.end()) {
-          for (auto& [uid, p] : it->second->pods()) orphans_[name][uid] = p;
+          for (auto& [uid, p] : it->second->pods()) {
+            orphans_[name][uid] = p;
+            ledger_.remove_bound(p);
+            if (!p.group.empty() && --gang_bound_[p.ns + "/" + p.group] <= 0)
+              gang_bound_.erase(p.ns + "/" + p.group);
+          }
           nodes_.erase(it);
+          recount_capacity_locked();
         }
         return;
       }
@@ -279,6 +390,7 @@ class SchedulerImpl final : public Scheduler {
           orphans_.erase(o);
         }
         nodes_.emplace(name, std::move(n));
+        recount_capacity_locked();
       } else {
         if (e.old && e.old->value("spec", json()) == e.object->value("spec", json()) &&
             find(*e.old, {"metadata", "labels"}) != nullptr &&
@@ -292,9 +404,15 @@ class SchedulerImpl final : public Scheduler {
                 str(*e.object, {"metadata", "annotations", "gpu.vkube.io/devices"}))
           return;  // a status heartbeat: nothing the scheduler reads changed
         it->second->update(*e.object);
+        recount_capacity_locked();
       }
     }
     queue_.move_all_to_active();
+  }
+
+  void recount_capacity_locked() {
+    capacity_milli_ = 0;
+    for (const auto& [name, n] : nodes_) capacity_milli_ += n->devices().capacity_milli();
   }
 
   double fragmentation_of(const NodeInfo& n, const std::vector<gpu::TaskClass>& classes) const {
@@ -332,6 +450,168 @@ class SchedulerImpl final : public Scheduler {
     return 4 * gpu_frac + cpu + mem;
   }
 
+  // The best node for `info` and its devices, or "" with why each node
+  // failed in `reasons`. Nodes whose GPUs are promised to pods waiting on a
+  // reclaim there keep them for those pods.
+  std::string pick_node_locked(const PodInfo& info, const Constraints& c, gpu::Allocation* out,
+                               std::map<std::string, int>* reasons) {
+    const bool fgd = options_.policy == gpu::Policy::kFragmentation;
+    const auto& classes = workload_.classes();
+    double best = -std::numeric_limits<double>::infinity(), best_tie = best;
+    std::string chosen;
+    std::vector<std::string> why;
+    for (const auto& [name, n] : nodes_) {
+      why.clear();
+      if (!filter_node(*n, info, c, &why)) {
+        for (auto& w : why) ++(*reasons)[w];
+        continue;
+      }
+      int64_t free_cpu =
+          n->allocatable().cpu_milli - n->requested().cpu_milli - info.requests.cpu_milli;
+      std::string reason;
+      double frag_after = 0;
+      auto a = gpu::choose(n->devices(), info.gpu, options_.policy, &reason, free_cpu,
+                           fgd ? &classes : nullptr, &frag_after);
+      if (!a) {
+        ++(*reasons)[reason];
+        continue;
+      }
+      if (!info.gpu.empty() && ledger_.any_nominated()) {
+        auto waiting = ledger_.nominated_on(name, info.uid);
+        if (!waiting.empty() && !gpu::choose(future_of(*n, waiting, options_.policy).devices(),
+                                             info.gpu, options_.policy)) {
+          ++(*reasons)["GPUs held for pods reclaiming them"];
+          continue;
+        }
+      }
+      double pack = pack_score(*n, info, *a);
+      double score = 0, tie = 0;
+      switch (options_.policy) {
+        case gpu::Policy::kBinpack:
+          score = pack;
+          break;
+        case gpu::Policy::kSpread:
+          score = -pack;
+          break;
+        case gpu::Policy::kFragmentation:
+          // The smallest growth of fragmentation; among equals, pack.
+          score = -(frag_after - fragmentation_of(*n, classes));
+          tie = pack;
+          break;
+      }
+      if (score > best + 1e-9 || (score > best - 1e-9 && tie > best_tie + 1e-9)) {
+        best = score;
+        best_tie = tie;
+        chosen = name;
+        *out = std::move(*a);
+      }
+    }
+    return chosen;
+  }
+
+  // Holds `info` on `node` as assumed (its binding about to be written).
+  bool assume_locked(PodInfo& info, const std::string& node) {
+    if (!hold_locked(*nodes_[node], info).is_ok()) return false;
+    assumed_.insert(info.uid);
+    ledger_.clear_pending(info.uid);
+    ledger_.unnominate(info.uid);
+    return true;
+  }
+
+  // Thousandths `info` borrows beyond its tenant's deserved share, once held.
+  int64_t borrowed_locked(const PodInfo& info) const {
+    if (!ledger_.enabled() || info.gpu_milli == 0) return 0;
+    const TenantLedger::Tenant* t = ledger_.find(info.ns);
+    if (t == nullptr) return 0;
+    return std::clamp<int64_t>(t->allocated - t->share.deserved_milli, 0, info.gpu_milli);
+  }
+
+  // What the tenant's share refuses outright, whatever the pool holds: its
+  // limit, or borrowing by a tenant whose pods may not be preempted.
+  std::string refused_by_share_locked(const PodInfo& info, int64_t milli,
+                                      const std::string& what) const {
+    const TenantLedger::Tenant* t = ledger_.find(info.ns);
+    if (t == nullptr) return {};
+    const gpu::GpuShare& sh = t->share;
+    if (sh.limit_milli && t->allocated + milli > *sh.limit_milli)
+      return "waiting for " + what + ": tenant " + t->name + " is at its limit: uses " +
+             gpu::format_gpus(t->allocated) + " of its limit of " +
+             gpu::format_gpus(*sh.limit_milli) + " GPUs";
+    if (!sh.preemptible && t->allocated + milli > sh.deserved_milli)
+      return "waiting for " + what + ": tenant " + t->name + " uses " +
+             gpu::format_gpus(t->allocated) + " of " + gpu::format_gpus(sh.deserved_milli) +
+             " deserved GPUs, and its pods may not be preempted, so it does not borrow";
+    return {};
+  }
+
+  int64_t idle_milli_locked() const {
+    int64_t used = 0;
+    for (const auto& [name, n] : nodes_) used += n->devices().allocated_milli();
+    return std::max<int64_t>(capacity_milli_ - used, 0);
+  }
+
+  // The pod fits no node as things are, and its tenant has a share: wait for
+  // GPUs already being freed for it, or reclaim them (filling *plan), or
+  // wait for idle ones. Returns the pending message.
+  std::string reclaim_locked(PodInfo& info, const Constraints& c, std::optional<ReclaimPlan>* plan,
+                             std::string* nominated) {
+    const std::string what = info.gpu.describe();
+    const auto rows = ledger_.settle(capacity_milli_);
+    const gpu::TenantBooks* me = nullptr;
+    int64_t others_reclaiming = 0;
+    for (const auto& r : rows) {
+      if (r.ns == info.ns)
+        me = &r;
+      else
+        others_reclaiming += r.reclaiming;
+    }
+    const TenantLedger::Tenant* t = ledger_.find(info.ns);
+    std::string msg = "waiting for " + what + ": tenant " + (t ? t->name : info.ns) + " uses " +
+                      gpu::format_gpus(me ? me->allocated : 0) + " of " +
+                      gpu::format_gpus(me ? me->share.deserved_milli : 0) + " deserved GPUs";
+    if (me != nullptr && me->borrowed > 0)
+      msg += " (" + gpu::format_gpus(me->borrowed) + " borrowed)";
+    msg += ", the pool has " + gpu::format_gpus(idle_milli_locked()) + " idle GPUs";
+    // GPUs on their way: a node where it fits once its terminating pods are
+    // gone, after the pods already waiting there.
+    for (const auto& [name, n] : nodes_) {
+      bool leaving = false;
+      for (const auto& [uid, p] : n->pods()) leaving = leaving || p.terminating;
+      if (!leaving) continue;
+      NodeInfo f = future_of(*n, ledger_.nominated_on(name, info.uid), options_.policy);
+      std::vector<std::string> why;
+      if (filter_node(f, info, c, &why) && gpu::choose(f.devices(), info.gpu, options_.policy)) {
+        ledger_.nominate(info.uid, {name, info.ns, info.key, info});
+        *nominated = name;
+        return msg + ", " + gpu::format_gpus(std::max(others_reclaiming, info.gpu_milli)) +
+               " borrowed by other tenants are being reclaimed";
+      }
+    }
+    const int64_t fair = me ? me->fair_share : 0;
+    const int64_t held = me ? me->allocated - me->reclaiming : 0;
+    std::map<std::string, int64_t> reclaimable;
+    if (held + info.gpu_milli <= fair)
+      for (const auto& r : rows)
+        if (r.ns != info.ns && r.share.preemptible && r.allocated - r.reclaiming > r.fair_share)
+          reclaimable[r.ns] = r.allocated - r.reclaiming - r.fair_share;
+    *plan = plan_reclaim(nodes_, info, c, options_.policy, reclaimable, ledger_);
+    if (*plan) {
+      int64_t freed = 0;
+      for (const PodInfo& v : (*plan)->victims) {
+        if (PodInfo* held_pod = nodes_[(*plan)->node]->pod(v.uid))
+          ledger_.set_terminating(*held_pod);
+        freed += v.gpu_milli;
+      }
+      ledger_.nominate(info.uid, {(*plan)->node, info.ns, info.key, info});
+      *nominated = (*plan)->node;
+      return msg + ", reclaiming " + gpu::format_gpus(freed) + " borrowed by other tenants";
+    }
+    if (held + info.gpu_milli > fair)
+      return msg + "; beyond its fair share of " + gpu::format_gpus(fair) +
+             " GPUs it waits for idle ones";
+    return msg + ", and no GPUs can be reclaimed: other tenants hold no more than their shares";
+  }
+
   void schedule_one(const std::string& key) {
     ObjectPtr obj = pods_->get(key);
     if (!obj || !str(*obj, {"spec", "nodeName"}).empty() ||
@@ -340,82 +620,171 @@ class SchedulerImpl final : public Scheduler {
       return;
     }
     const json& pod = *obj;
-    const std::string uid = str(pod, {"metadata", "uid"});
     auto parsed = pod_info(pod);
     if (!parsed.is_ok()) {
       unschedulable(obj, 0, "Pod's GPU request is invalid: " + parsed.status().message());
       return;
     }
     PodInfo info = std::move(parsed).value();
+    if (!info.group.empty()) return schedule_gang(obj, std::move(info));
     Constraints c = constraints_of(pod);
-    std::string chosen;
-    gpu::Allocation chosen_alloc;
+    std::string chosen, why, nominated;
     std::map<std::string, int> reasons;
+    std::optional<ReclaimPlan> plan;
     int node_count = 0;
+    int64_t borrowed = 0;
     {
       std::lock_guard lock(mu_);
-      if (assumed_.count(uid)) return;  // its binding is in flight
+      if (assumed_.count(info.uid)) return;  // its binding is in flight
       node_count = static_cast<int>(nodes_.size());
-      const bool fgd = options_.policy == gpu::Policy::kFragmentation;
-      const auto& classes = workload_.classes();
-      double best = -std::numeric_limits<double>::infinity(), best_tie = best;
-      std::vector<std::string> why;
-      for (const auto& [name, n] : nodes_) {
-        why.clear();
-        if (!filter_node(*n, info, c, &why)) {
-          for (auto& w : why) ++reasons[w];
-          continue;
+      const bool shares = ledger_.enabled() && info.gpu_milli > 0;
+      if (shares) why = refused_by_share_locked(info, info.gpu_milli, info.gpu.describe());
+      if (why.empty()) {
+        gpu::Allocation alloc;
+        chosen = pick_node_locked(info, c, &alloc, &reasons);
+        if (!chosen.empty()) {
+          info.allocation = std::move(alloc);
+          if (assume_locked(info, chosen))
+            borrowed = borrowed_locked(info);
+          else
+            chosen.clear();
+        } else if (shares) {
+          why = reclaim_locked(info, c, &plan, &nominated);
         }
-        int64_t free_cpu =
-            n->allocatable().cpu_milli - n->requested().cpu_milli - info.requests.cpu_milli;
-        std::string reason;
-        double frag_after = 0;
-        auto a = gpu::choose(n->devices(), info.gpu, options_.policy, &reason, free_cpu,
-                             fgd ? &classes : nullptr, &frag_after);
-        if (!a) {
-          ++reasons[reason];
-          continue;
-        }
-        double pack = pack_score(*n, info, *a);
-        double score = 0, tie = 0;
-        switch (options_.policy) {
-          case gpu::Policy::kBinpack:
-            score = pack;
-            break;
-          case gpu::Policy::kSpread:
-            score = -pack;
-            break;
-          case gpu::Policy::kFragmentation:
-            // The smallest growth of fragmentation; among equals, pack.
-            score = -(frag_after - fragmentation_of(*n, classes));
-            tie = pack;
-            break;
-        }
-        if (score > best + 1e-9 || (score > best - 1e-9 && tie > best_tie + 1e-9)) {
-          best = score;
-          best_tie = tie;
-          chosen = name;
-          chosen_alloc = std::move(*a);
-        }
-      }
-      if (!chosen.empty()) {
-        info.allocation = chosen_alloc;
-        if (!nodes_[chosen]->add_pod(info).is_ok())
-          chosen.clear();
-        else
-          assumed_.insert(uid);
       }
     }
     if (chosen.empty()) {
-      unschedulable(obj, info.priority, unschedulable_message(node_count, reasons));
+      if (plan) preempt(info, *plan);
+      std::string message = unschedulable_message(node_count, reasons);
+      if (!why.empty()) message = reasons.empty() ? why : why + ". " + message;
+      unschedulable(obj, info.priority, message, nominated);
       return;
     }
-    bind(obj, info, chosen);
+    bind(obj, info, chosen, borrowed);
   }
 
-  void bind(ObjectPtr pod, PodInfo info, const std::string& node) {
+  // A gang (gpu::kPodGroupAnnotation): `size` of its pods are placed at once
+  // or none is, so two half-placed groups never hold the pool between them.
+  void schedule_gang(ObjectPtr obj, PodInfo info) {
+    const std::string gang = info.ns + "/" + info.group;
+    std::vector<std::pair<ObjectPtr, PodInfo>> members;
+    std::vector<std::string> placed_on;
+    std::vector<int64_t> borrowed;
+    std::string why;
+    {
+      std::lock_guard lock(mu_);
+      if (assumed_.count(info.uid)) return;
+      auto b = gang_bound_.find(gang);
+      const int bound = b == gang_bound_.end() ? 0 : b->second;
+      const int need = std::max(info.group_size - bound, 1);
+      members.emplace_back(obj, info);
+      if (auto w = gang_waiting_.find(gang); w != gang_waiting_.end())
+        for (const std::string& k : w->second) {
+          if (static_cast<int>(members.size()) >= need) break;
+          if (k == info.key) continue;
+          ObjectPtr o = pods_->get(k);
+          if (!o || !str(*o, {"spec", "nodeName"}).empty() ||
+              find(*o, {"metadata", "deletionTimestamp"}) != nullptr)
+            continue;
+          auto p = pod_info(*o);
+          if (!p.is_ok() || assumed_.count(p->uid)) continue;
+          members.emplace_back(o, std::move(p).value());
+        }
+      const std::string group = "pod group " + info.group;
+      if (static_cast<int>(members.size()) < need) {
+        why = group + ": " + std::to_string(bound + static_cast<int>(members.size())) + " of " +
+              std::to_string(info.group_size) + " pods exist; they are placed together";
+      } else {
+        int64_t total = 0;
+        for (const auto& [o, p] : members) total += p.gpu_milli;
+        const std::string what =
+            std::to_string(members.size()) + " pods with " + gpu::format_gpus(total) + " GPUs";
+        if (ledger_.enabled() && total > 0) why = refused_by_share_locked(info, total, what);
+        if (why.empty()) {
+          std::map<std::string, int> reasons;
+          for (auto& [o, p] : members) {
+            gpu::Allocation alloc;
+            std::string node = pick_node_locked(p, constraints_of(*o), &alloc, &reasons);
+            p.allocation = std::move(alloc);
+            if (node.empty() || !assume_locked(p, node)) break;
+            placed_on.push_back(node);
+            borrowed.push_back(borrowed_locked(p));
+          }
+          if (placed_on.size() < members.size()) {
+            const size_t fitted = placed_on.size();
+            for (size_t i = 0; i < fitted; ++i) {
+              release_locked(*nodes_[placed_on[i]], members[i].second.uid);
+              assumed_.erase(members[i].second.uid);
+              ledger_.set_pending(members[i].second.uid, info.ns, members[i].second.gpu_milli);
+            }
+            placed_on.clear();
+            why = group + ": " + what + " are placed together, and only " + std::to_string(fitted) +
+                  " fit now; the pool has " + gpu::format_gpus(idle_milli_locked()) + " idle GPUs";
+          }
+        }
+      }
+    }
+    if (!why.empty()) {
+      for (auto& [o, p] : members) unschedulable(o, p.priority, why, "");
+      return;
+    }
+    for (size_t i = 0; i < members.size(); ++i)
+      bind(members[i].first, members[i].second, placed_on[i], borrowed[i]);
+  }
+
+  // Reclaim: each victim is told why (DisruptionTarget, an event) and
+  // deleted with its grace period; the waiting pod keeps its nomination.
+  // Messages never name the tenant the GPUs go to.
+  void preempt(const PodInfo& info, const ReclaimPlan& plan) {
+    for (const PodInfo& v : plan.victims) {
+      ObjectPtr victim = pods_->get(v.key);
+      if (!victim) continue;
+      preemptions_++;
+      std::string message;
+      if (v.ns == info.ns) {
+        message = "vkube-scheduler: preempted by " + info.key + " of higher priority on node " +
+                  plan.node;
+      } else {
+        const TenantLedger::Tenant* t = nullptr;
+        {
+          std::lock_guard lock(mu_);
+          t = ledger_.find(v.ns);
+          message =
+              "vkube-scheduler: reclaimed for another tenant's guaranteed GPU share; tenant " +
+              (t ? t->name : v.ns) + " was borrowing beyond its deserved " +
+              gpu::format_gpus(t ? t->share.deserved_milli : 0) + " GPUs";
+        }
+      }
+      events_.record(*victim, scheduler_name(*victim), "Warning", "Preempted", message);
+      in_flight_++;
+      pool_.submit([this, v, message] {
+        const std::string ns = v.ns, name = v.key.substr(v.key.find('/') + 1);
+        const std::string path = "/api/v1/namespaces/" + ns + "/pods/" + name;
+        json patch = {{"status",
+                       {{"conditions",
+                         json::array({{{"type", "DisruptionTarget"},
+                                       {"status", "True"},
+                                       {"reason", "PreemptionByScheduler"},
+                                       {"message", message},
+                                       {"lastProbeTime", nullptr},
+                                       {"lastTransitionTime", format_time(options_.now())}}})}}}};
+        auto r = client_.call("PATCH", path + "/status", patch,
+                              "application/strategic-merge-patch+json");
+        if (!r.ok() && r.code != 404)
+          VKUBE_LOG(warn, "cannot mark a preempted pod", {"pod", v.key}, {"code", r.code});
+        json options = {
+            {"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"preconditions", {{"uid", v.uid}}}};
+        auto d = client_.call("DELETE", path, options);
+        if (!d.ok() && d.code != 404 && d.code != 409)
+          VKUBE_LOG(warn, "cannot delete a preempted pod", {"pod", v.key}, {"code", d.code});
+        in_flight_--;
+      });
+    }
+  }
+
+  void bind(ObjectPtr pod, PodInfo info, const std::string& node, int64_t borrowed) {
     in_flight_++;
-    pool_.submit([this, pod, info = std::move(info), node] {
+    pool_.submit([this, pod, info = std::move(info), node, borrowed] {
       const std::string ns = info.ns;
       const std::string name = str(*pod, {"metadata", "name"});
       json binding = {{"apiVersion", "v1"},
@@ -425,6 +794,9 @@ class SchedulerImpl final : public Scheduler {
       if (!info.allocation.empty())
         binding["metadata"]["annotations"] = {
             {std::string(gpu::kAllocationAnnotation), info.allocation.format()}};
+      if (borrowed > 0)
+        binding["metadata"]["annotations"][std::string(gpu::kBorrowingAnnotation)] =
+            std::to_string(borrowed);
       auto r =
           client_.call("POST", "/api/v1/namespaces/" + ns + "/pods/" + name + "/binding", binding);
       if (r.ok()) {
@@ -441,6 +813,8 @@ class SchedulerImpl final : public Scheduler {
           std::lock_guard lock(mu_);
           freed = assumed_.erase(info.uid) > 0;
           if (freed) freed = forget_pod_locked(info.uid, node);
+          if (r.code != 404 && r.code != 409)
+            ledger_.set_pending(info.uid, info.ns, info.gpu_milli);
         }
         std::string why = r.body.is_object() ? r.body.value("message", "") : std::string();
         if (r.code == 404 || r.code == 409) {
@@ -466,7 +840,8 @@ class SchedulerImpl final : public Scheduler {
 
   // The pod fits nowhere: its PodScheduled condition and an event say why
   // (once per distinct message), and it waits for the cluster to change.
-  void unschedulable(ObjectPtr pod, int32_t priority, const std::string& message) {
+  void unschedulable(ObjectPtr pod, int32_t priority, const std::string& message,
+                     const std::string& nominated = "") {
     unschedulable_attempts_++;
     const std::string key =
         str(*pod, {"metadata", "namespace"}) + "/" + str(*pod, {"metadata", "name"});
@@ -475,11 +850,12 @@ class SchedulerImpl final : public Scheduler {
         conds != nullptr && conds->is_array())
       for (const json& cond : *conds)
         if (cond.value("type", "") == "PodScheduled" && cond.value("status", "") == "False" &&
-            cond.value("message", "") == message)
+            cond.value("message", "") == message &&
+            (nominated.empty() || str(*pod, {"status", "nominatedNodeName"}) == nominated))
           return;
     events_.record(*pod, scheduler_name(*pod), "Warning", "FailedScheduling", message);
     in_flight_++;
-    pool_.submit([this, pod, message, key] {
+    pool_.submit([this, pod, message, key, nominated] {
       json patch = {
           {"status",
            {{"conditions", json::array({{{"type", "PodScheduled"},
@@ -488,6 +864,9 @@ class SchedulerImpl final : public Scheduler {
                                          {"message", message},
                                          {"lastProbeTime", nullptr},
                                          {"lastTransitionTime", format_time(options_.now())}}})}}}};
+      // Where a reclaim frees GPUs for it, as kube-scheduler nominates a
+      // preempting pod (a restarted scheduler reads it back).
+      if (!nominated.empty()) patch["status"]["nominatedNodeName"] = nominated;
       auto r = client_.call("PATCH",
                             "/api/v1/namespaces/" + str(*pod, {"metadata", "namespace"}) +
                                 "/pods/" + str(*pod, {"metadata", "name"}) + "/status",
@@ -511,9 +890,14 @@ class SchedulerImpl final : public Scheduler {
   std::unordered_map<std::string, std::unordered_map<std::string, PodInfo>> orphans_;
   std::unordered_set<std::string> assumed_;  // uids whose binding is in flight
   Workload workload_;
+  TenantLedger ledger_;
+  int64_t capacity_milli_ = 0;  // GPUs of all nodes not in MIG mode
+  // Gangs ("ns/group"): keys of members waiting, and members held by nodes.
+  std::unordered_map<std::string, std::set<std::string>> gang_waiting_;
+  std::unordered_map<std::string, int> gang_bound_;
 
   LatencyHistogram latency_;
-  std::atomic<int64_t> scheduled_{0}, unschedulable_attempts_{0}, errors_{0};
+  std::atomic<int64_t> scheduled_{0}, unschedulable_attempts_{0}, errors_{0}, preemptions_{0};
   std::atomic<int> in_flight_{0};
   std::atomic<bool> busy_{false};
   std::atomic<bool> stopped_{false};

@@ -1,0 +1,92 @@
+#include "preemption.h"
+
+#include <algorithm>
+#include <tuple>
+
+namespace vkube::scheduler {
+
+NodeInfo future_of(const NodeInfo& n, const std::vector<const TenantLedger::Nomination*>& waiting,
+                   gpu::Policy policy) {
+  NodeInfo f = n;
+  std::vector<std::string> leaving;
+  for (const auto& [uid, p] : n.pods())
+    if (p.terminating) leaving.push_back(uid);
+  for (const std::string& uid : leaving) f.remove_pod(uid);
+  for (const TenantLedger::Nomination* w : waiting) {
+    auto a = gpu::choose(f.devices(), w->pod.gpu, policy);
+    if (!a) continue;
+    PodInfo held = w->pod;
+    held.allocation = *a;
+    (void)f.add_pod(std::move(held));
+  }
+  return f;
+}
+
+namespace {
+
+bool fits(const NodeInfo& n, const PodInfo& pod, const Constraints& c, gpu::Policy policy) {
+  std::vector<std::string> why;
+  return filter_node(n, pod, c, &why) && gpu::choose(n.devices(), pod.gpu, policy).has_value();
+}
+
+}  // namespace
+
+std::optional<ReclaimPlan> plan_reclaim(
+    const std::map<std::string, std::unique_ptr<NodeInfo>>& nodes, const PodInfo& pod,
+    const Constraints& c, gpu::Policy policy, const std::map<std::string, int64_t>& reclaimable,
+    const TenantLedger& ledger) {
+  std::optional<ReclaimPlan> best;
+  std::tuple<int32_t, size_t> best_cost{};
+  for (const auto& [name, n] : nodes) {
+    std::vector<const PodInfo*> candidates;
+    for (const auto& [uid, p] : n->pods()) {
+      if (p.terminating || p.gpu_milli == 0) continue;
+      if (p.ns == pod.ns ? p.priority < pod.priority : reclaimable.count(p.ns) > 0)
+        candidates.push_back(&p);
+    }
+    if (candidates.empty()) continue;
+    // Lowest priority first; among equals the newest (kube's victim order).
+    std::sort(candidates.begin(), candidates.end(), [](const PodInfo* a, const PodInfo* b) {
+      if (a->priority != b->priority) return a->priority < b->priority;
+      if (a->created != b->created) return a->created > b->created;
+      return a->uid < b->uid;
+    });
+    NodeInfo future = future_of(*n, ledger.nominated_on(name, pod.uid), policy);
+    std::map<std::string, int64_t> budget = reclaimable;
+    ReclaimPlan plan{name, {}};
+    bool ok = false;
+    for (const PodInfo* v : candidates) {
+      if (v->ns != pod.ns) {
+        int64_t& left = budget[v->ns];
+        if (left < v->gpu_milli) continue;  // it would go below its fair share
+        left -= v->gpu_milli;
+      }
+      if (!future.remove_pod(v->uid)) continue;
+      plan.victims.push_back(*v);
+      if (fits(future, pod, c, policy)) {
+        ok = true;
+        break;
+      }
+    }
+    if (!ok) continue;
+    // Reprieve, most important first, every victim the pod fits without
+    // (kube's second pass): greedy removal may have taken more than needed.
+    std::vector<PodInfo> kept;
+    for (auto it = plan.victims.rbegin(); it != plan.victims.rend(); ++it) {
+      if (future.add_pod(*it).is_ok() && fits(future, pod, c, policy)) continue;
+      future.remove_pod(it->uid);
+      kept.push_back(*it);
+    }
+    plan.victims.assign(kept.rbegin(), kept.rend());
+    int32_t top = 0;
+    for (const PodInfo& v : plan.victims) top = std::max(top, v.priority);
+    std::tuple<int32_t, size_t> cost{top, plan.victims.size()};
+    if (!best || cost < best_cost) {
+      best = std::move(plan);
+      best_cost = cost;
+    }
+  }
+  return best;
+}
+
+}  // namespace vkube::scheduler

@@ -1,0 +1,83 @@
+// The scheduler's books per tenant (on the host, a namespace is a tenant):
+// its GPU share (gpu::GpuShare, from the namespace's annotation or its
+// control plane's --gpu-share), what its bound pods hold, what its waiting
+// pods ask for, and which pods wait for GPUs being reclaimed for them.
+// Counters move with every pod the scheduler accounts, so a decision reads
+// them in O(1); the fair shares (a water-filling over all tenants) are
+// computed only when a pod does not fit. Not thread-safe: the scheduler's
+// lock guards it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "node_info.h"
+#include "vkube/gpu/share.h"
+
+namespace vkube::scheduler {
+
+class TenantLedger {
+ public:
+  struct Tenant {
+    std::string name;  // label vkube.io/tenant, else the namespace
+    gpu::GpuShare share;
+    bool annotated = false;                  // share from the namespace
+    std::optional<gpu::GpuShare> from_flag;  // its StatefulSet's --gpu-share
+    int64_t allocated = 0;                   // bound and assumed pods
+    int64_t reclaiming = 0;                  // of which terminating
+    int64_t pending = 0;                     // pods waiting to be placed
+    bool has_share() const { return annotated || from_flag.has_value(); }
+  };
+
+  // A namespace object (added or changed) / deleted. True when its share changed.
+  bool set_namespace(const json& ns);
+  void remove_namespace(const std::string& ns);
+  // A StatefulSet running a tenant control plane (its --gpu-share arg).
+  bool set_statefulset(const json& sts, bool deleted);
+
+  // Fair share is on once any namespace has a share; before that the
+  // scheduler behaves as one without queues.
+  bool enabled() const { return with_share_ > 0; }
+
+  void add_bound(const PodInfo& p);
+  void remove_bound(const PodInfo& p);
+  void set_terminating(PodInfo& p);  // p is the node's copy
+  void set_pending(const std::string& uid, const std::string& ns, int64_t milli);
+  void clear_pending(const std::string& uid);
+
+  const Tenant* find(const std::string& ns) const;
+  Tenant& at(const std::string& ns) { return by_ns_[ns]; }
+  const std::map<std::string, Tenant>& all() const { return by_ns_; }
+
+  // gpu::settle over every tenant with GPUs or a share, for a pool of
+  // `capacity` thousandths.
+  std::vector<gpu::TenantBooks> settle(int64_t capacity) const;
+
+  // Reclaim: pod `uid` (of `ns`, asking `milli`) waits on `node` for GPUs
+  // being freed for it. Kept in status.nominatedNodeName, so a restarted
+  // scheduler finds it again.
+  struct Nomination {
+    std::string node, ns, key;
+    PodInfo pod;
+  };
+  void nominate(const std::string& uid, Nomination n) { nominated_[uid] = std::move(n); }
+  void unnominate(const std::string& uid) { nominated_.erase(uid); }
+  const Nomination* nomination(const std::string& uid) const;
+  // The pods waiting on `node`, but `except`.
+  std::vector<const Nomination*> nominated_on(const std::string& node,
+                                              const std::string& except) const;
+  bool any_nominated() const { return !nominated_.empty(); }
+
+ private:
+  void recount();
+  std::map<std::string, Tenant> by_ns_;
+  std::unordered_map<std::string, std::pair<std::string, int64_t>> pending_;  // uid -> ns, milli
+  std::unordered_map<std::string, Nomination> nominated_;
+  int with_share_ = 0;
+};
+
+}  // namespace vkube::scheduler

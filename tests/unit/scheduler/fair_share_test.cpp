@@ -1,0 +1,268 @@
+// Tenants sharing the host's GPUs (issue 38): each namespace a tenant with a
+// share (annotation vkube.io/gpu-share): borrowing idle GPUs, reclaiming
+// them for a tenant within its share, limits that make pods wait instead of
+// refusing them, gangs placed all or nothing, and a restarted scheduler that
+// preempts nothing more.
+#include <catch2/catch.hpp>
+
+#include "support/control_plane.h"
+#include "vkube/scheduler/scheduler.h"
+
+namespace {
+
+using json = nlohmann::json;
+using vkube::testing::ControlPlane;
+
+json node(const std::string& name, int gpus) {
+  json n = {{"apiVersion", "v1"},
+            {"kind", "Node"},
+            {"metadata", {{"name", name}}},
+            {"status",
+             {{"allocatable",
+               {{"cpu", "64"},
+                {"memory", "512Gi"},
+                {"pods", "110"},
+                {"nvidia.com/gpu", std::to_string(gpus)}}},
+              {"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})}}}};
+  n["status"]["capacity"] = n["status"]["allocatable"];
+  return n;
+}
+
+json gpu_pod(const std::string& name, int gpus, json annotations = json::object(),
+             int priority = 0) {
+  json limits = {{"nvidia.com/gpu", std::to_string(gpus)}};
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata", {{"name", name}, {"annotations", annotations}}},
+          {"spec",
+           {{"priority", priority},
+            {"containers",
+             json::array({{{"name", "c"},
+                           {"image", "cuda"},
+                           {"resources", {{"limits", limits}, {"requests", limits}}}}})}}}};
+}
+
+struct Pool {
+  std::unique_ptr<vkube::scheduler::Scheduler> scheduler;
+  ControlPlane cp;
+  Pool()
+      : cp({"namespace"}, nullptr, {[this](vkube::controllers::Informers& inf) {
+             scheduler = vkube::scheduler::Scheduler::create(*cp.server.api, inf, {});
+           }}) {
+    REQUIRE(scheduler->start().is_ok());
+  }
+  ~Pool() { scheduler->stop(); }
+  void settle() {
+    REQUIRE(cp.manager->wait_idle(std::chrono::seconds(5)));
+    REQUIRE(scheduler->wait_idle(std::chrono::seconds(5)));
+    REQUIRE(cp.manager->wait_idle(std::chrono::seconds(5)));
+  }
+  void tenant(const std::string& ns, const std::string& share) {
+    json meta = {{"name", ns}, {"labels", {{"vkube.io/tenant", ns.substr(6)}}}};
+    if (!share.empty()) meta["annotations"] = {{"vkube.io/gpu-share", share}};
+    cp.create("/api/v1/namespaces", {{"metadata", meta}});
+  }
+  void pods(const std::string& ns, const std::string& prefix, int n, json annotations = {},
+            int priority = 0) {
+    for (int i = 0; i < n; ++i)
+      cp.create("/api/v1/namespaces/" + ns + "/pods",
+                gpu_pod(prefix + std::to_string(i), 1,
+                        annotations.is_null() ? json::object() : annotations, priority));
+  }
+  std::vector<json> list(const std::string& ns) {
+    return cp.items("/api/v1/namespaces/" + ns + "/pods");
+  }
+  static bool bound(const json& p) { return !p["spec"].value("nodeName", "").empty(); }
+  static bool terminating(const json& p) { return p["metadata"].contains("deletionTimestamp"); }
+  int count(const std::string& ns, bool (*pred)(const json&)) {
+    int n = 0;
+    for (const json& p : list(ns)) n += pred(p) ? 1 : 0;
+    return n;
+  }
+  // The kubelet's part: pods being deleted go.
+  int finish_deletions(const std::string& ns) {
+    int n = 0;
+    for (const json& p : list(ns))
+      if (terminating(p)) {
+        auto a = cp.call("DELETE", "/api/v1/namespaces/" + ns + "/pods/" +
+                                       p["metadata"]["name"].get<std::string>() +
+                                       "?gracePeriodSeconds=0");
+        n += a.code == 200 ? 1 : 0;
+      }
+    return n;
+  }
+  static std::string scheduled_message(const json& p) {
+    for (const json& c : p["status"].value("conditions", json::array()))
+      if (c.value("type", "") == "PodScheduled") return c.value("message", "");
+    return "";
+  }
+  static bool disrupted(const json& p) {
+    for (const json& c : p["status"].value("conditions", json::array()))
+      if (c.value("type", "") == "DisruptionTarget" && c.value("status", "") == "True") return true;
+    return false;
+  }
+};
+
+bool borrowing(const json& p) {
+  return p["metadata"].value("annotations", json::object()).contains("gpu.vkube.io/borrowing");
+}
+
+}  // namespace
+
+TEST_CASE("a busy tenant borrows idle GPUs and gives them back to a tenant within its share",
+          "[scheduler][fair-share]") {
+  Pool f;
+  f.cp.create("/api/v1/nodes", node("n1", 8));
+  f.cp.create("/api/v1/nodes", node("n2", 8));
+  f.tenant("vkube-alpha", "deserved=8");
+  f.tenant("vkube-bravo", "deserved=8");
+  f.settle();
+  f.pods("vkube-bravo", "b", 16);
+  f.settle();
+  CHECK(f.count("vkube-bravo", Pool::bound) == 16);
+  CHECK(f.count("vkube-bravo", borrowing) == 8);
+
+  f.pods("vkube-alpha", "a", 8);
+  f.settle();
+  // Bravo's borrowed pods are told why and deleted with their grace period.
+  int disrupted = 0;
+  for (const json& p : f.list("vkube-bravo")) {
+    if (!Pool::disrupted(p)) continue;
+    ++disrupted;
+    CHECK(Pool::terminating(p));
+    std::string m;
+    for (const json& c : p["status"]["conditions"])
+      if (c.value("type", "") == "DisruptionTarget") m = c.value("message", "");
+    CHECK(m.find("another tenant's guaranteed GPU share") != std::string::npos);
+    CHECK(m.find("alpha") == std::string::npos);  // never names the other tenant
+  }
+  CHECK(disrupted == 8);
+  // Alpha's pods wait on the GPUs being freed; the message says so.
+  for (const json& p : f.list("vkube-alpha")) {
+    CHECK_FALSE(Pool::bound(p));
+    CHECK(Pool::scheduled_message(p).find("tenant alpha uses 0 of 8 deserved GPUs") !=
+          std::string::npos);
+    CHECK(p["status"].value("nominatedNodeName", "") != "");
+  }
+  CHECK(f.finish_deletions("vkube-bravo") == 8);
+  f.settle();
+  CHECK(f.count("vkube-alpha", Pool::bound) == 8);
+  CHECK(f.count("vkube-alpha", borrowing) == 0);
+
+  // Bravo's replacements wait: bravo is at its share and nothing is idle.
+  f.pods("vkube-bravo", "again", 2);
+  f.settle();
+  CHECK(f.count("vkube-bravo", Pool::bound) == 8);
+  for (const json& p : f.list("vkube-bravo"))
+    if (!Pool::bound(p)) {
+      std::string m = Pool::scheduled_message(p);
+      CHECK(m.find("tenant bravo uses 8 of 8 deserved GPUs") != std::string::npos);
+      CHECK(m.find("the pool has 0 idle GPUs") != std::string::npos);
+    }
+  // Nothing more was preempted.
+  int total = 0;
+  for (const json& p : f.list("vkube-bravo")) total += Pool::disrupted(p) ? 1 : 0;
+  CHECK(total == 0);
+  std::string metrics = f.scheduler->metrics();
+  CHECK(metrics.find(
+            "vkube_tenant_gpu_allocated_milli{tenant=\"alpha\",namespace=\"vkube-alpha\"} 8000") !=
+        std::string::npos);
+  CHECK(metrics.find("vkube_scheduler_preemptions_total 8") != std::string::npos);
+}
+
+TEST_CASE("a tenant at its limit waits instead of being refused", "[scheduler][fair-share]") {
+  Pool f;
+  f.cp.create("/api/v1/nodes", node("n1", 8));
+  f.tenant("vkube-charlie", "deserved=1,limit=2");
+  f.settle();
+  f.pods("vkube-charlie", "c", 3);
+  f.settle();
+  CHECK(f.count("vkube-charlie", Pool::bound) == 2);
+  for (const json& p : f.list("vkube-charlie"))
+    if (!Pool::bound(p))
+      CHECK(Pool::scheduled_message(p) ==
+            "waiting for 1 GPU: tenant charlie is at its limit: uses 2 of its limit of 2 GPUs");
+}
+
+TEST_CASE("a gang is placed whole or not at all", "[scheduler][fair-share]") {
+  Pool f;
+  f.cp.create("/api/v1/nodes", node("n1", 4));
+  f.tenant("vkube-delta", "deserved=4");
+  f.settle();
+  f.pods("vkube-delta", "solo", 2);
+  f.settle();
+  json gang = {{"vkube.io/pod-group", "train"}, {"vkube.io/pod-group-size", "4"}};
+  f.pods("vkube-delta", "rank", 3, gang);
+  f.settle();
+  // Three of four exist: none is placed, though two would fit.
+  CHECK(f.count("vkube-delta", Pool::bound) == 2);
+  f.pods("vkube-delta", "rank-last", 1, gang);
+  f.settle();
+  CHECK(f.count("vkube-delta", Pool::bound) == 2);
+  for (const json& p : f.list("vkube-delta"))
+    if (!Pool::bound(p))
+      CHECK(Pool::scheduled_message(p).find("pod group train: 4 pods with 4 GPUs are placed "
+                                            "together, and only 2 fit now") != std::string::npos);
+  // The two solo pods go: the whole gang starts.
+  for (const char* name : {"solo0", "solo1"})
+    REQUIRE(f.cp.call("DELETE", std::string("/api/v1/namespaces/vkube-delta/pods/") + name +
+                                    "?gracePeriodSeconds=0")
+                .code == 200);
+  f.settle();
+  CHECK(f.count("vkube-delta", Pool::bound) == 4);
+}
+
+TEST_CASE("within a tenant, a higher priority pod preempts a lower one",
+          "[scheduler][fair-share]") {
+  Pool f;
+  f.cp.create("/api/v1/nodes", node("n1", 2));
+  f.tenant("vkube-echo", "deserved=2");
+  f.settle();
+  f.pods("vkube-echo", "low", 2, {}, 0);
+  f.settle();
+  f.pods("vkube-echo", "high", 1, {}, 1000);
+  f.settle();
+  std::vector<std::string> disrupted;
+  for (const json& p : f.list("vkube-echo"))
+    if (Pool::disrupted(p)) disrupted.push_back(p["metadata"]["name"].get<std::string>());
+  REQUIRE(disrupted.size() == 1);
+  CHECK(disrupted[0].rfind("low", 0) == 0);
+  CHECK(f.finish_deletions("vkube-echo") == 1);
+  f.settle();
+  for (const json& p : f.list("vkube-echo"))
+    if (p["metadata"]["name"] == "high0") CHECK(Pool::bound(p));
+}
+
+TEST_CASE("a restarted scheduler preempts nothing more for a reclaim under way",
+          "[scheduler][fair-share]") {
+  Pool f;
+  f.cp.create("/api/v1/nodes", node("n1", 4));
+  f.tenant("vkube-alpha", "deserved=2");
+  f.tenant("vkube-bravo", "deserved=2");
+  f.settle();
+  f.pods("vkube-bravo", "b", 4);
+  f.settle();
+  f.pods("vkube-alpha", "a", 2);
+  f.settle();
+  int disrupted = 0;
+  for (const json& p : f.list("vkube-bravo")) disrupted += Pool::disrupted(p) ? 1 : 0;
+  REQUIRE(disrupted == 2);
+  // A fresh scheduler over the same objects (the victims still terminating).
+  f.scheduler->stop();
+  vkube::controllers::Informers informers(*f.cp.server.store);
+  auto again = vkube::scheduler::Scheduler::create(*f.cp.server.api, informers, {});
+  REQUIRE(informers.start().is_ok());
+  REQUIRE(again->start().is_ok());
+  REQUIRE(again->wait_idle(std::chrono::seconds(5)));
+  disrupted = 0;
+  for (const json& p : f.list("vkube-bravo")) disrupted += Pool::disrupted(p) ? 1 : 0;
+  CHECK(disrupted == 2);
+  CHECK(f.finish_deletions("vkube-bravo") == 2);
+  REQUIRE(again->wait_idle(std::chrono::seconds(5)));
+  for (int i = 0; i < 200 && f.count("vkube-alpha", Pool::bound) < 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  CHECK(f.count("vkube-alpha", Pool::bound) == 2);
+  CHECK(f.count("vkube-bravo", Pool::bound) == 2);
+  again->stop();
+  informers.stop();
+}
