@@ -13,6 +13,7 @@
 #include "vkube/apiserver/apiserver.h"
 #include "vkube/common/log.h"
 #include "vkube/gpu/quota.h"
+#include "vkube/gpu/share.h"
 #include "vkube/syncer/host_policy.h"
 
 namespace vkube::cli {
@@ -150,6 +151,11 @@ int run_serve(const Args& args) {
       "gpu-quota", "",
       "the tenant's GPU quota, checked at pod create: gpus=N (whole GPUs), milli=N (all GPU in "
       "thousandths), model:<nvidia.com/gpu.product>=N (GPUs on that model), comma-separated");
+  std::string& gpu_share = flags.add_string(
+      "gpu-share", "",
+      "the tenant's share of the host's GPU pool, as `vkube create --gpu-share` "
+      "(deserved=N,limit=N,weight=W,preemptible=false,model:M=N); only checked and logged "
+      "here: the host reads it from this StatefulSet and enforces it");
   int64_t& max_inflight = flags.add_int(
       "max-requests-inflight", 400,
       "read-only requests served at once before 429, as kube-apiserver's flag (0: no limit)");
@@ -172,6 +178,8 @@ int run_serve(const Args& args) {
                 "'");
   if (auto q = gpu::parse_gpu_quota(gpu_quota); !q.is_ok())
     return fail("--gpu-quota: " + q.status().message());
+  auto share = gpu::parse_gpu_share(gpu_share);
+  if (!share.is_ok()) return fail("--gpu-share: " + share.status().message());
   auto policy = host_policy(policy_flags);
   if (!policy.is_ok()) return fail(policy.status().message());
 
@@ -207,6 +215,8 @@ int run_serve(const Args& args) {
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   VKUBE_LOG(info, "serving", {"url", (*tenant)->url()},
             {"kubeconfig", (*tenant)->kubeconfig_path()}, {"startup_ms", ms});
+  if (!gpu_share.empty())
+    VKUBE_LOG(info, "GPU share (enforced by the host)", {"gpu_share", share->to_string()});
   std::printf("vkube is serving %s\n  export KUBECONFIG=%s\n  kubectl get namespaces\n",
               (*tenant)->url().c_str(), (*tenant)->kubeconfig_path().c_str());
   std::fflush(stdout);

@@ -21,8 +21,10 @@
 #include "vkube/apiserver/apiserver.h"
 #include "vkube/cli/manifests.h"
 #include "vkube/common/base64.h"
+#include "vkube/gpu/books.h"
 #include "vkube/gpu/quota.h"
 #include "vkube/gpu/resources.h"
+#include "vkube/gpu/share.h"
 #include "vkube/hostclient/client.h"
 #include "vkube/syncer/host_policy.h"
 
@@ -305,6 +307,23 @@ std::string age(const std::string& rfc3339) {
       std::max<int64_t>(0, static_cast<int64_t>(std::time(nullptr) - timegm(&tm))));
 }
 
+// Prints `table` as kubectl does: columns as wide as their widest cell, three
+// spaces apart.
+void print_table(const std::vector<std::vector<std::string>>& table) {
+  std::vector<size_t> width;
+  for (const auto& row : table)
+    for (size_t i = 0; i < row.size(); ++i) {
+      if (width.size() <= i) width.push_back(0);
+      width[i] = std::max(width[i], row[i].size());
+    }
+  for (const auto& row : table) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i)
+      line += i + 1 < row.size() ? row[i] + std::string(width[i] + 3 - row[i].size(), ' ') : row[i];
+    std::printf("%s\n", line.c_str());
+  }
+}
+
 // Parses a NAME command's flags into `name`: -1 to go on, else the exit code.
 int parse_named(FlagSet& flags, const LogFlags& log_flags, const Args& args, const char* command,
                 std::string* name) {
@@ -415,6 +434,11 @@ int run_create(const Args& args) {
   std::string& gpu_quota = flags.add_string(
       "gpu-quota", "",
       "the tenant's GPU quota: gpus=N, milli=N, model:<product>=N, comma-separated");
+  std::string& gpu_share = flags.add_string(
+      "gpu-share", "",
+      "the tenant's share of the host's GPU pool: deserved=N (guaranteed), limit=N (never more), "
+      "weight=W (its part of idle GPUs), preemptible=false, model:<product>=N; `vkube share` "
+      "changes it later");
   std::string& pod_security = flags.add_string(
       "pod-security", "baseline", "Pod Security level: privileged, baseline or restricted");
   std::string& sharing = flags.add_string(
@@ -454,6 +478,8 @@ int run_create(const Args& args) {
     return fail("--gpu-sharing must be milli, time-slicing, hami or kai, got '" + sharing + "'");
   if (auto q = gpu::parse_gpu_quota(gpu_quota); !q.is_ok())
     return fail("--gpu-quota: " + q.status().message());
+  auto share = gpu::parse_gpu_share(gpu_share);
+  if (!share.is_ok()) return fail("--gpu-share: " + share.status().message());
   if (!service_cidr.empty())
     if (auto r = apiserver::parse_service_cidr(service_cidr); !r.is_ok())
       return fail(r.status().message());
@@ -478,6 +504,7 @@ int run_create(const Args& args) {
   spec.pod_security = pod_security;
   spec.gpu_sharing = sharing;
   spec.gpu_quota = gpu_quota;
+  if (!gpu_share.empty()) spec.gpu_share = share->to_string();
   spec.service_cidr = service_cidr;
   spec.allowed_tolerations = tolerations;
   spec.allowed_node_selector_keys = node_keys;
@@ -582,6 +609,51 @@ int run_delete(const Args& args) {
   return 0;
 }
 
+int run_share(const Args& args) {
+  FlagSet flags(
+      "share",
+      "Set a tenant's share of the host's GPU pool: the annotation vkube.io/gpu-share of its\n"
+      "host namespace, which the host's scheduler reads. SPEC as `vkube create --gpu-share`:\n"
+      "deserved=N,limit=N,weight=W,preemptible=false,model:<product>=N. With --clear the\n"
+      "annotation goes, and the share the tenant was made with (its --gpu-share) holds again.",
+      "NAME [SPEC]");
+  auto log_flags = add_log_flags(flags);
+  HostFlags hf = add_host_flags(flags);
+  bool& clear = flags.add_bool("clear", false, "remove the annotation instead of setting it");
+  if (int rc = parse_or_exit(flags, log_flags, args); rc >= 0) return rc;
+  const auto& pos = flags.positional();
+  if (pos.size() != (clear ? 1u : 2u))
+    return fail(clear ? "usage: vkube share NAME --clear" : "usage: vkube share NAME SPEC");
+  const std::string& name = pos[0];
+  if (Status s = validate_tenant_name(name); !s.is_ok()) return fail(s.message());
+  auto share = gpu::parse_gpu_share(clear ? "" : pos[1]);
+  if (!share.is_ok()) return fail(share.status().message());
+  auto host = connect_host(hf);
+  if (!host.is_ok()) return fail(host.status().message());
+  Client& c = *host->client;
+  const std::string ns = tenant_host_namespace(name);
+  auto got = c.call("GET", "/api/v1/namespaces/" + ns);
+  if (got.code == 404) return fail("tenant \"" + name + "\" not found (no namespace " + ns + ")");
+  if (!got.ok()) return fail("reading namespace " + ns + ": " + got.message());
+  if (str_at(got.body, {"metadata", "labels", "vkube.io/tenant"}) != name)
+    return fail("namespace " + ns + " is not labelled vkube.io/tenant=" + name);
+  const std::string key(gpu::kShareAnnotation);
+  json patch = {{"metadata", {{"annotations", {{key, nullptr}}}}}};
+  if (!clear) patch["metadata"]["annotations"][key] = share->to_string();
+  auto r = c.call("PATCH", "/api/v1/namespaces/" + ns, patch, "application/merge-patch+json");
+  if (!r.ok()) return fail("annotating namespace " + ns + ": " + r.message());
+  if (!clear) {
+    std::printf("tenant %s: GPU share %s\n", name.c_str(), share->to_string().c_str());
+    return 0;
+  }
+  // What holds now: the control plane's flag, if it has one.
+  auto sts = c.call("GET", "/apis/apps/v1/namespaces/" + ns + "/statefulsets/vkube");
+  auto now = gpu::host_share(r.body, sts.ok() ? sts.body : json());
+  std::printf("tenant %s: GPU share annotation removed; its share is %s\n", name.c_str(),
+              now.is_ok() ? now->to_string().c_str() : now.status().message().c_str());
+  return 0;
+}
+
 int run_list(const Args& args) {
   FlagSet flags("list",
                 "List the tenants on the host cluster (made by `vkube create` or by the Helm\n"
@@ -603,6 +675,9 @@ int run_list(const Args& args) {
   if (!sets.ok()) return fail("listing statefulsets: " + sets.message());
   auto pods = c.call("GET", "/api/v1/pods?labelSelector=vkube.io%2Ftenant");
   if (!pods.ok()) return fail("listing pods: " + pods.message());
+  // The pool's size; without it the books still say who holds what.
+  auto nodes = c.call("GET", "/api/v1/nodes");
+  if (!nodes.ok()) std::fprintf(stderr, "note: listing nodes: %s\n", nodes.message().c_str());
   struct Row {
     std::string name, status = "Pending", created, quota;
     bool terminating = false;
@@ -645,17 +720,31 @@ int run_list(const Args& args) {
       for (auto& [profile, n] : g->mig) row.mig += n;
     }
   }
-  std::printf("%-20s %-24s %-12s %-6s %-8s %-20s %s\n", "NAME", "NAMESPACE", "STATUS", "PODS",
-              "GPUS", "GPU-QUOTA", "AGE");
+  const gpu::PoolBooks books =
+      gpu::pool_books(nss.body, sets.body, pods.body, nodes.ok() ? nodes.body : json::object());
+  std::map<std::string, const gpu::TenantBooks*> books_of;
+  for (const gpu::TenantBooks& b : books.tenants) books_of[b.ns] = &b;
+  for (const auto& [ns, why] : books.bad_shares)
+    std::fprintf(stderr, "warning: tenant namespace %s: %s (counted as deserved 0)\n", ns.c_str(),
+                 why.c_str());
+  std::vector<std::vector<std::string>> table = {{"NAME", "NAMESPACE", "STATUS", "PODS", "GPUS",
+                                                  "GPU-QUOTA", "DESERVED", "LIMIT", "ALLOCATED",
+                                                  "BORROWED", "LENT", "PENDING", "AGE"}};
   for (const auto& [ns, row] : rows) {
     char gpus[32];
     std::snprintf(gpus, sizeof gpus, "%g", row.gpus);
     std::string g = gpus;
     if (row.mig > 0) g += "+" + std::to_string(row.mig) + "mig";
-    std::printf("%-20s %-24s %-12s %-6d %-8s %-20s %s\n", row.name.c_str(), ns.c_str(),
-                row.terminating ? "Terminating" : row.status.c_str(), row.pods, g.c_str(),
-                row.quota.empty() ? "<none>" : row.quota.c_str(), age(row.created).c_str());
+    const gpu::TenantBooks empty;
+    const gpu::TenantBooks& b = books_of.contains(ns) ? *books_of[ns] : empty;
+    table.push_back({row.name, ns, row.terminating ? "Terminating" : row.status,
+                     std::to_string(row.pods), g, row.quota.empty() ? "<none>" : row.quota,
+                     gpu::format_gpus(b.share.deserved_milli),
+                     b.share.limit_milli ? gpu::format_gpus(*b.share.limit_milli) : "<none>",
+                     gpu::format_gpus(b.allocated), gpu::format_gpus(b.borrowed),
+                     gpu::format_gpus(b.lent), gpu::format_gpus(b.pending), age(row.created)});
   }
+  print_table(table);
   return 0;
 }
 

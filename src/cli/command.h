@@ -45,6 +45,7 @@ int run_up(const Args& args);
 int run_create(const Args& args);
 int run_list(const Args& args);
 int run_delete(const Args& args);
+int run_share(const Args& args);
 int run_connect(const Args& args);
 int run_workload(const Args& args);
 

@@ -24,6 +24,7 @@ const std::vector<Command>& commands() {
       {"list", "List the tenants on a host cluster, with their GPU use", run_list},
       {"connect", "Print or write a tenant's kubeconfig", run_connect},
       {"delete", "Delete a tenant from its host cluster", run_delete},
+      {"share", "Set a tenant's share of the host's GPU pool (deserved, limit, weight)", run_share},
       {"version", "Print the vkube version", run_version},
       {"backup", "Copy a store to a backup directory, online", run_backup},
       {"restore", "Restore a store from a backup directory", run_restore},

@@ -120,6 +120,7 @@ Result<std::vector<json>> tenant_objects(std::string_view yaml, const TenantSpec
       set_flag(args, "pod-security", spec.pod_security);
       set_flag(args, "host-gpu-sharing", spec.gpu_sharing);
       set_flag(args, "gpu-quota", spec.gpu_quota);
+      set_flag(args, "gpu-share", spec.gpu_share);
       set_flag(args, "allowed-tolerations", spec.allowed_tolerations);
       set_flag(args, "allowed-node-selector-keys", spec.allowed_node_selector_keys);
       set_flag(args, "allowed-runtime-classes", spec.allowed_runtime_classes);
@@ -141,6 +142,8 @@ json tenant_namespace(const TenantSpec& spec) {
                  {"pod-security.kubernetes.io/enforce", spec.pod_security}}}}}};
   if (spec.unsandboxed_local_pods)
     ns["metadata"]["labels"]["vkube.io/unsandboxed-local-pods"] = "true";
+  // Where the host's scheduler reads the share; the operator edits it there.
+  if (!spec.gpu_share.empty()) ns["metadata"]["annotations"]["vkube.io/gpu-share"] = spec.gpu_share;
   return ns;
 }
 

@@ -35,6 +35,10 @@ struct TenantSpec {
   std::string pod_security = "baseline";
   std::string gpu_sharing = "milli";
   std::string gpu_quota;  // as --gpu-quota; empty: none
+  // The tenant's share of the host's GPU pool, as --gpu-share (canonical:
+  // gpu::GpuShare::to_string); empty: none. The host namespace's annotation
+  // vkube.io/gpu-share, and the control plane's --gpu-share.
+  std::string gpu_share;
   // The operator's host policy, as the `vkube serve` flags of the same
   // names (empty: the defaults).
   std::string allowed_tolerations;
@@ -60,7 +64,8 @@ Status validate_tenant_name(const std::string& name);
 Result<std::vector<json>> tenant_objects(std::string_view yaml, const TenantSpec& spec);
 
 // The host Namespace of a tenant: labelled with its name, as managed by
-// vkube, and enforcing its Pod Security level.
+// vkube, and enforcing its Pod Security level; annotated with its GPU share
+// (vkube.io/gpu-share) when it has one.
 json tenant_namespace(const TenantSpec& spec);
 
 // Sets `--flag=value` in a container's args (replacing it, or appending

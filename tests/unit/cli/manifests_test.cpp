@@ -103,5 +103,28 @@ TEST_CASE("manifests: a malformed document is an error", "[cli]") {
   CHECK(two->size() == 2);
 }
 
+TEST_CASE("manifests: a GPU share is the namespace's annotation and the serve flag",
+          "[cli][share]") {
+  TenantSpec spec;
+  spec.name = "a";
+  spec.ns = "vkube-a";
+  spec.gpu_share = "deserved=2,limit=4";
+  auto objects = tenant_objects(tenant_manifest(), spec);
+  REQUIRE(objects.is_ok());
+  const json& args =
+      (*find(*objects, "StatefulSet"))["spec"]["template"]["spec"]["containers"][0]["args"];
+  CHECK(std::find(args.begin(), args.end(), json("--gpu-share=deserved=2,limit=4")) != args.end());
+  CHECK(tenant_namespace(spec)["metadata"]["annotations"]["vkube.io/gpu-share"] ==
+        "deserved=2,limit=4");
+  // Without one, neither.
+  spec.gpu_share.clear();
+  CHECK_FALSE(tenant_namespace(spec)["metadata"].contains("annotations"));
+  objects = tenant_objects(tenant_manifest(), spec);
+  REQUIRE(objects.is_ok());
+  for (const json& a :
+       (*find(*objects, "StatefulSet"))["spec"]["template"]["spec"]["containers"][0]["args"])
+    CHECK(a.get<std::string>().rfind("--gpu-share", 0) != 0);
+}
+
 }  // namespace
 }  // namespace vkube::cli
