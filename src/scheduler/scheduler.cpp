@@ -663,11 +663,88 @@ class SchedulerImpl final : public Scheduler {
     bind(obj, info, chosen, borrowed);
   }
 
+  // A gang that does not fit, of a tenant within its fair share: every
+  // member gets a node where it fits now or once victims go (nominated there,
+  // the victims in *plans), or none does and nothing is preempted. The gang
+  // is bound together once all of it fits. Returns the message's tail.
+  std::string reclaim_gang_locked(const std::vector<std::pair<ObjectPtr, PodInfo>>& members,
+                                  int64_t total,
+                                  std::vector<std::pair<PodInfo, ReclaimPlan>>* plans) {
+    // Already under way (victims terminating, members nominated where they fit then).
+    bool waiting = true;
+    for (const auto& [o, p] : members) {
+      const auto* n = ledger_.nomination(p.uid);
+      auto node = n ? nodes_.find(n->node) : nodes_.end();
+      std::vector<std::string> why;
+      if (node == nodes_.end()) {
+        waiting = false;
+        break;
+      }
+      NodeInfo f = future_of(*node->second, ledger_.nominated_on(n->node, p.uid), options_.policy);
+      if (!filter_node(f, p, constraints_of(*o), &why) ||
+          !gpu::choose(f.devices(), p.gpu, options_.policy)) {
+        waiting = false;
+        break;
+      }
+    }
+    if (waiting) return "; GPUs borrowed by other tenants are being reclaimed for it";
+    for (const auto& [o, p] : members) ledger_.unnominate(p.uid);
+    const auto rows = ledger_.settle(capacity_milli_);
+    int64_t fair = 0, held = 0;
+    std::map<std::string, int64_t> reclaimable;
+    for (const auto& r : rows)
+      if (r.ns == members.front().second.ns) {
+        fair = r.fair_share;
+        held = r.allocated - r.reclaiming;
+      }
+    if (held + total > fair) return "";
+    for (const auto& r : rows)
+      if (r.ns != members.front().second.ns && r.share.preemptible &&
+          r.allocated - r.reclaiming > r.fair_share)
+        reclaimable[r.ns] = r.allocated - r.reclaiming - r.fair_share;
+    std::vector<PodInfo*> marked;
+    bool ok = true;
+    for (const auto& [o, p] : members) {
+      Constraints c = constraints_of(*o);
+      std::map<std::string, int> reasons;
+      gpu::Allocation alloc;
+      std::string node = pick_node_locked(p, c, &alloc, &reasons);
+      if (!node.empty()) {
+        ledger_.nominate(p.uid, {node, p.ns, p.key, p});
+        continue;
+      }
+      auto plan = plan_reclaim(nodes_, p, c, options_.policy, reclaimable, ledger_);
+      if (!plan) {
+        ok = false;
+        break;
+      }
+      for (const PodInfo& v : plan->victims)
+        if (PodInfo* victim = nodes_[plan->node]->pod(v.uid)) {
+          ledger_.set_terminating(*victim);
+          marked.push_back(victim);
+          if (v.ns != p.ns) reclaimable[v.ns] -= v.gpu_milli;
+        }
+      ledger_.nominate(p.uid, {plan->node, p.ns, p.key, p});
+      plans->emplace_back(p, std::move(*plan));
+    }
+    if (!ok) {
+      for (PodInfo* v : marked) ledger_.set_terminating(*v, false);
+      for (const auto& [o, p] : members) ledger_.unnominate(p.uid);
+      plans->clear();
+      return "; not enough GPUs can be reclaimed for all of it";
+    }
+    int64_t freed = 0;
+    for (const auto& [p, plan] : *plans)
+      for (const PodInfo& v : plan.victims) freed += v.gpu_milli;
+    return "; reclaiming " + gpu::format_gpus(freed) + " borrowed by other tenants for it";
+  }
+
   // A gang (gpu::kPodGroupAnnotation): `size` of its pods are placed at once
   // or none is, so two half-placed groups never hold the pool between them.
   void schedule_gang(ObjectPtr obj, PodInfo info) {
     const std::string gang = info.ns + "/" + info.group;
     std::vector<std::pair<ObjectPtr, PodInfo>> members;
+    std::vector<std::pair<PodInfo, ReclaimPlan>> plans;
     std::vector<std::string> placed_on;
     std::vector<int64_t> borrowed;
     std::string why;
@@ -720,12 +797,21 @@ class SchedulerImpl final : public Scheduler {
             placed_on.clear();
             why = group + ": " + what + " are placed together, and only " + std::to_string(fitted) +
                   " fit now; the pool has " + gpu::format_gpus(idle_milli_locked()) + " idle GPUs";
+            if (ledger_.enabled() && total > 0) why += reclaim_gang_locked(members, total, &plans);
           }
         }
       }
     }
     if (!why.empty()) {
-      for (auto& [o, p] : members) unschedulable(o, p.priority, why, "");
+      for (auto& [p, plan] : plans) preempt(p, plan);
+      for (auto& [o, p] : members) {
+        std::string nominated;
+        {
+          std::lock_guard lock(mu_);
+          if (const auto* n = ledger_.nomination(p.uid)) nominated = n->node;
+        }
+        unschedulable(o, p.priority, why, nominated);
+      }
       return;
     }
     for (size_t i = 0; i < members.size(); ++i)

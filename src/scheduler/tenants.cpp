@@ -108,10 +108,10 @@ void TenantLedger::remove_bound(const PodInfo& p) {
   if (p.terminating) t.reclaiming -= p.gpu_milli;
 }
 
-void TenantLedger::set_terminating(PodInfo& p) {
-  if (p.terminating) return;
-  p.terminating = true;
-  if (p.gpu_milli > 0) by_ns_[p.ns].reclaiming += p.gpu_milli;
+void TenantLedger::set_terminating(PodInfo& p, bool on) {
+  if (p.terminating == on) return;
+  p.terminating = on;
+  if (p.gpu_milli > 0) by_ns_[p.ns].reclaiming += on ? p.gpu_milli : -p.gpu_milli;
 }
 
 void TenantLedger::set_pending(const std::string& uid, const std::string& ns, int64_t milli) {

@@ -45,7 +45,8 @@ class TenantLedger {
 
   void add_bound(const PodInfo& p);
   void remove_bound(const PodInfo& p);
-  void set_terminating(PodInfo& p);  // p is the node's copy
+  // p is the node's copy; `on` false undoes a reclaim planned but not made.
+  void set_terminating(PodInfo& p, bool on = true);
   void set_pending(const std::string& uid, const std::string& ns, int64_t milli);
   void clear_pending(const std::string& uid);
 

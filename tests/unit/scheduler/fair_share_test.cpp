@@ -266,3 +266,32 @@ TEST_CASE("a restarted scheduler preempts nothing more for a reclaim under way",
   again->stop();
   informers.stop();
 }
+
+TEST_CASE("a gang within its tenant's share reclaims for all its pods, then starts whole",
+          "[scheduler][fair-share]") {
+  Pool f;
+  f.cp.create("/api/v1/nodes", node("n1", 2));
+  f.cp.create("/api/v1/nodes", node("n2", 2));
+  f.tenant("vkube-alpha", "deserved=2");
+  f.tenant("vkube-bravo", "deserved=2");
+  f.settle();
+  f.pods("vkube-bravo", "b", 4);
+  f.settle();
+  REQUIRE(f.count("vkube-bravo", borrowing) == 2);
+  json gang = {{"vkube.io/pod-group", "train"}, {"vkube.io/pod-group-size", "2"}};
+  f.pods("vkube-alpha", "rank", 2, gang);
+  f.settle();
+  int disrupted = 0;
+  for (const json& p : f.list("vkube-bravo")) disrupted += Pool::disrupted(p) ? 1 : 0;
+  CHECK(disrupted == 2);
+  CHECK(f.count("vkube-alpha", Pool::bound) == 0);
+  for (const json& p : f.list("vkube-alpha"))
+    CHECK(Pool::scheduled_message(p).find("reclaiming 2 borrowed by other tenants for it") !=
+          std::string::npos);
+  CHECK(f.finish_deletions("vkube-bravo") == 2);
+  f.settle();
+  CHECK(f.count("vkube-alpha", Pool::bound) == 2);
+  disrupted = 0;
+  for (const json& p : f.list("vkube-bravo")) disrupted += Pool::disrupted(p) ? 1 : 0;
+  CHECK(disrupted == 0);
+}
