@@ -118,6 +118,16 @@ PodContext SyncerImpl::pod_context() const {
 Status SyncerImpl::delete_tenant_pod(const json& tpod) {
   const std::string ns = str_at(tpod, "metadata", "namespace"),
                     name = str_at(tpod, "metadata", "name");
+  // A kubelet gives a pod a terminal phase before it goes (Failed unless it
+  // succeeded): a pod that finalizers keep (a Job's) must not stay Running
+  // forever, and a Job counts it, or ignores it per its podFailurePolicy.
+  const json meta = tpod.value("metadata", json::object());
+  if (!terminal(tpod) && meta.contains("finalizers") && !meta["finalizers"].empty()) {
+    auto r = tenant_call("PATCH", "/api/v1/namespaces/" + ns + "/pods/" + name + "/status",
+                         {{"status", {{"phase", "Failed"}}}}, "application/merge-patch+json");
+    if (!r.ok() && r.code != 404)
+      return Status::internal("fail tenant pod " + ns + "/" + name + ": " + r.body.dump());
+  }
   json options = {{"apiVersion", "v1"},
                   {"kind", "DeleteOptions"},
                   {"gracePeriodSeconds", 0},

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "vkube/gpu/resources.h"
+#include "vkube/syncer/gpu_sharing.h"
 
 namespace vkube::syncer {
 
@@ -27,6 +28,10 @@ json tenant_pod_status(const json& host_pod) {
                             "podIP", "podIPs", "startTime", "qosClass", "initContainerStatuses",
                             "containerStatuses", "ephemeralContainerStatuses", "resize"})
     if (auto it = status.find(field); it != status.end()) out[field] = *it;
+  if (auto borrowing = borrowing_condition(host_pod)) {
+    if (!out["conditions"].is_array()) out["conditions"] = json::array();
+    out["conditions"].push_back(std::move(*borrowing));
+  }
   return out;
 }
 

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "vkube/syncer/gpu_sharing.h"
+
 namespace vkube::syncer {
 
 namespace {
@@ -148,6 +150,7 @@ Result<json> translate_pod(const json& tenant_pod, const PodContext& ctx) {
   if (ctx.owner.is_object()) meta["ownerReferences"] = json::array({ctx.owner});
   host["metadata"] = std::move(meta);
   ctx.names->mark(host, tenant_pod);
+  VKUBE_RETURN_IF_ERROR(apply_gang_markers(tenant_pod, *ctx.names, host));
 
   json spec = tenant_pod.value("spec", json::object());
   spec.erase("nodeName");

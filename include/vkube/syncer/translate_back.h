@@ -7,8 +7,10 @@ namespace vkube::syncer {
 
 // The tenant pod's status from its host pod: phase, reason, message,
 // conditions, host and pod IPs, start time, QoS class and container
-// statuses (init, regular, ephemeral). The node name the host chose is
-// spec.nodeName of the host pod; the syncer writes it to the tenant pod.
+// statuses (init, regular, ephemeral), and the vkube.io/GPUBorrowing
+// condition while the host pod borrows GPUs (gpu_sharing.h). The node name
+// the host chose is spec.nodeName of the host pod; the syncer writes it to
+// the tenant pod.
 nlohmann::json tenant_pod_status(const nlohmann::json& host_pod);
 
 // The tenant's view of a host node that runs its pods (a virtual node): same

@@ -61,10 +61,12 @@ struct PodContext {
 // - downward-API references to metadata.name/namespace/uid read the
 //   tenant's (from the ownership marks), not the host pod's;
 // - a dnsConfig pointing at vkube's DNS with the tenant's search path;
+// - the tenant's gang markers as the host scheduler's (gpu_sharing.h);
 // - GPU requests per ctx.gpu;
 // - then the operator's host policy (apply_pod_policy): its scheduler name,
 //   queue labels and priority class, never the tenant's.
-// kInvalid when the pod's GPU request cannot be served by the host,
+// kInvalid when the pod's GPU request cannot be served by the host or its
+// pod group is malformed,
 // kForbidden when the host policy refuses the pod.
 Result<nlohmann::json> translate_pod(const nlohmann::json& tenant_pod, const PodContext& ctx);
 
