@@ -11,6 +11,7 @@
 // ttl-after-finished controller, run here.
 #include "job_controller.h"
 
+#include "job_policy.h"
 #include "util.h"
 #include "workload_common.h"
 
@@ -187,7 +188,12 @@ void JobController::count_pods(Sync& s) {
   }
   s.succeeded = int_field(status, "succeeded") + static_cast<int64_t>(s.new_succeeded.size()) +
                 static_cast<int64_t>(s.uncounted_succeeded.size());
-  s.failed = int_field(status, "failed") + static_cast<int64_t>(s.new_failed.size()) +
+  // Failures a podFailurePolicy Ignore rule matches (a disruption) do not
+  // count toward backoffLimit (kube's nonIgnoredFailedPodsCount).
+  int64_t counted_failed = 0;
+  for (const ObjectPtr& pod : s.new_failed)
+    if (match_pod_failure_policy(s.job, *pod).counts) ++counted_failed;
+  s.failed = int_field(status, "failed") + counted_failed +
              static_cast<int64_t>(s.uncounted_failed.size());
   if (s.indexed) {
     s.prev_succeeded_indexes = parse_indexes(status.value("completedIndexes", ""), completions);
@@ -239,6 +245,15 @@ void JobController::check_failure(Sync& s) {
     return;
   }
   TimePoint now = ctx_.now();
+  // A failed pod matching a FailJob rule fails the Job (kube's getFailJobMessage).
+  if (spec.contains("podFailurePolicy"))
+    for (const ObjectPtr& pod : s.pods) {
+      if (!pod_failed_for(*pod, s.job)) continue;
+      if (auto message = match_pod_failure_policy(s.job, *pod).fail_job) {
+        s.finished = new_condition("FailureTarget", "True", "PodFailurePolicy", *message, now);
+        return;
+      }
+    }
   if (s.failed > int_field(spec, "backoffLimit", 6) ||
       past_backoff_limit_on_failure(s.job, s.pods)) {
     s.finished = new_condition("FailureTarget", "True", "BackoffLimitExceeded",

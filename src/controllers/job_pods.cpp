@@ -6,6 +6,7 @@
 #include <atomic>
 
 #include "job_controller.h"
+#include "job_policy.h"
 #include "util.h"
 #include "workload_common.h"
 
@@ -95,6 +96,7 @@ Status JobController::create_pods(Sync& s, int64_t count, int64_t* active) {
   if (!finalizers.is_array()) finalizers = json::array();
   if (std::find(finalizers.begin(), finalizers.end(), kTrackingFinalizer) == finalizers.end())
     finalizers.push_back(kTrackingFinalizer);
+  mark_gang(s.job, pod_template);
   const std::string pods_path = api_path("v1", "pods", meta(s.job, "namespace"));
 
   Status error;

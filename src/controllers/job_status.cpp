@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "job_controller.h"
+#include "job_policy.h"
 #include "util.h"
 #include "workload_common.h"
 
@@ -98,9 +99,12 @@ bool JobController::collect_finished(Sync& s, std::vector<ObjectPtr>* to_uncount
         s.uncounted_succeeded.insert(uid);
       }
     } else if ((failed || failing) && !s.uncounted_failed.count(uid) && valid_index) {
-      // Once the Job failed, every pod not yet finished counts as failed.
-      add_uncounted(status, "failed", uid);
-      s.uncounted_failed.insert(uid);
+      // Once the Job failed, every pod not yet finished counts as failed;
+      // one a podFailurePolicy Ignore rule matches never does.
+      if (match_pod_failure_policy(s.job, *pod).counts) {
+        add_uncounted(status, "failed", uid);
+        s.uncounted_failed.insert(uid);
+      }
     }
     // The rest waits for the next sync, so that the status stays small.
     if (uncounted_size(status) + s.succeeded_indexes.size() - s.prev_succeeded_indexes.size() >=

@@ -290,5 +290,101 @@ TEST_CASE("a finished Job is deleted when ttlSecondsAfterFinished expires", "[co
   CHECK(ControlPlane::eventually([&] { return cp.call("GET", kJobs + "/instant").code == 404; }));
 }
 
+json annotations_of(const json& pod) {
+  return pod["metadata"].value("annotations", json::object());
+}
+
+TEST_CASE("the pods of an Indexed Job running every index at once are one gang", "[job-gang]") {
+  ControlPlane cp({"job"});
+  cp.create(kJobs,
+            job("ranks", {{"completions", 3}, {"parallelism", 3}, {"completionMode", "Indexed"}}));
+  json asked = job("burst", {{"completions", 4}, {"parallelism", 2}});
+  asked["metadata"]["annotations"] = {{"vkube.io/gang", "true"}};
+  cp.create(kJobs, asked);
+  // Not gangs: a plain Job, and an Indexed one that runs its indexes in turns.
+  cp.create(kJobs, job("plain", {{"completions", 2}, {"parallelism", 2}}));
+  cp.create(kJobs,
+            job("turns", {{"completions", 4}, {"parallelism", 2}, {"completionMode", "Indexed"}}));
+  REQUIRE(ControlPlane::eventually([&] {
+    return active_pods(cp, "ranks").size() == 3 && active_pods(cp, "burst").size() == 2 &&
+           active_pods(cp, "plain").size() == 2 && active_pods(cp, "turns").size() == 2;
+  }));
+  for (const json& p : pods_of(cp, "ranks")) {
+    CHECK(annotations_of(p)["vkube.io/pod-group"] == "ranks");
+    CHECK(annotations_of(p)["vkube.io/pod-group-size"] == "3");
+  }
+  for (const json& p : pods_of(cp, "burst")) {
+    CHECK(annotations_of(p)["vkube.io/pod-group"] == "burst");
+    CHECK(annotations_of(p)["vkube.io/pod-group-size"] == "2");
+  }
+  for (const char* name : {"plain", "turns"})
+    for (const json& p : pods_of(cp, name))
+      CHECK_FALSE(annotations_of(p).contains("vkube.io/pod-group"));
+  // A replacement joins the same gang.
+  json first = active_pods(cp, "ranks")[0];
+  cp.set_pod_status("w", name_of(first), "Failed", false);
+  REQUIRE(ControlPlane::eventually(
+      [&] { return pods_of(cp, "ranks").size() == 4 && active_pods(cp, "ranks").size() == 3; }));
+  for (const json& p : active_pods(cp, "ranks"))
+    CHECK(annotations_of(p)["vkube.io/pod-group"] == "ranks");
+}
+
+// The status a preempted pod reaches its tenant with: the host scheduler's
+// DisruptionTarget, then the kubelet's (syncer's) Failed phase.
+void preempt(ControlPlane& cp, const std::string& pod) {
+  const std::string then = "2026-01-01T00:00:00Z";
+  json status = {{"phase", "Failed"},
+                 {"conditions",
+                  {{{"type", "DisruptionTarget"},
+                    {"status", "True"},
+                    {"reason", "PreemptionByScheduler"},
+                    {"lastTransitionTime", then}},
+                   {{"type", "Ready"}, {"status", "False"}, {"lastTransitionTime", then}}}}};
+  REQUIRE(cp.call("PATCH", kPods + "/" + pod + "/status", {{"status", status}},
+                  "application/merge-patch+json")
+              .code == 200);
+  REQUIRE(cp.call("DELETE", kPods + "/" + pod, {{"gracePeriodSeconds", 0}}).code == 200);
+}
+
+TEST_CASE("a preempted Job pod is replaced; podFailurePolicy decides whether it counts",
+          "[job-gang]") {
+  ControlPlane cp({"job"});
+  json ignore = {
+      {"rules", {{{"action", "Ignore"}, {"onPodConditions", {{{"type", "DisruptionTarget"}}}}}}}};
+  json fail = {{"rules",
+                {{{"action", "FailJob"}, {"onExitCodes", {{"operator", "In"}, {"values", {42}}}}},
+                 {{"action", "FailJob"}, {"onPodConditions", {{{"type", "DisruptionTarget"}}}}}}}};
+  cp.create(kJobs, job("tolerant", {{"backoffLimit", 0}, {"podFailurePolicy", ignore}}));
+  cp.create(kJobs, job("counted", {{"backoffLimit", 1}}));
+  cp.create(kJobs, job("strict", {{"backoffLimit", 5}, {"podFailurePolicy", fail}}));
+  REQUIRE(ControlPlane::eventually([&] {
+    return active_pods(cp, "tolerant").size() == 1 && active_pods(cp, "counted").size() == 1 &&
+           active_pods(cp, "strict").size() == 1;
+  }));
+  const std::string strict_pod = name_of(active_pods(cp, "strict")[0]);
+  for (const char* name : {"tolerant", "counted", "strict"})
+    preempt(cp, name_of(active_pods(cp, name)[0]));
+
+  // Ignore: not a failure, even with backoffLimit 0; a new pod runs.
+  CHECK(ControlPlane::eventually([&] {
+    return active_pods(cp, "tolerant").size() == 1 && pods_of(cp, "tolerant").size() == 1;
+  }));
+  CHECK_FALSE(cp.get(kJobs + "/tolerant")["status"].contains("failed"));
+  CHECK_FALSE(has_condition(cp, "tolerant", "Failed"));
+  // No policy: a failure toward backoffLimit, as kube counts it, then replaced.
+  CHECK(ControlPlane::eventually([&] {
+    return cp.get(kJobs + "/counted")["status"].value("failed", 0) == 1 &&
+           active_pods(cp, "counted").size() == 1;
+  }));
+  // FailJob on the condition: the Job fails at once, saying which rule.
+  REQUIRE(ControlPlane::eventually([&] { return has_condition(cp, "strict", "Failed"); }));
+  json j = cp.get(kJobs + "/strict");
+  CHECK(condition(j, "Failed")["reason"] == "PodFailurePolicy");
+  CHECK(condition(j, "Failed")["message"] ==
+        "Pod w/" + strict_pod + " has condition DisruptionTarget matching FailJob rule at index 1");
+  CHECK(j["status"]["failed"] == 1);
+  CHECK(active_pods(cp, "strict").empty());
+}
+
 }  // namespace
 }  // namespace vkube::controllers
