@@ -90,7 +90,10 @@ Result<PodInfo> pod_info(const json& pod) {
   auto g = gpu::request_of(pod);
   if (!g.is_ok()) return g.status();
   p.gpu = std::move(g).value();
-  if (!p.gpu.empty()) p.gpu_milli = gpu::usage_of(pod, p.gpu).milli;
+  if (!p.gpu.empty()) {
+    p.gpu_milli = gpu::usage_of(pod, p.gpu).milli;
+    p.models = gpu::pinned_models(pod);
+  }
   if (const json* m = find(pod, {"metadata"}); m != nullptr && m->is_object()) {
     p.terminating = m->contains("deletionTimestamp");
     p.created = m->value("creationTimestamp", "");

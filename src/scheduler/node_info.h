@@ -49,6 +49,11 @@ struct PodInfo {
   int64_t gpu_milli = 0;
   bool terminating = false;  // deletionTimestamp set: its GPUs are being freed
   std::string created;       // creationTimestamp (RFC 3339: orders as text)
+  // The GPU products it may run on (nodeSelector / required affinity on
+  // nvidia.com/gpu.product; empty: any), and the product of the node that
+  // holds it ("" while unplaced or on a node without GPUs).
+  std::vector<std::string> models;
+  std::string model;
   // Its gang (gpu::kPodGroupAnnotation, "" for none) and the gang's size.
   std::string group;
   int group_size = 0;

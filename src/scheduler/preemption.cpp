@@ -41,8 +41,15 @@ std::optional<ReclaimPlan> plan_reclaim(
     std::vector<const PodInfo*> candidates;
     for (const auto& [uid, p] : n->pods()) {
       if (p.terminating || p.gpu_milli == 0) continue;
-      if (p.ns == pod.ns ? p.priority < pod.priority : reclaimable.count(p.ns) > 0)
-        candidates.push_back(&p);
+      if (p.ns == pod.ns) {
+        if (p.priority < pod.priority) candidates.push_back(&p);
+        continue;
+      }
+      if (reclaimable.count(p.ns) == 0) continue;
+      // What a model guarantee of its own tenant covers stays.
+      const TenantLedger::Tenant* t = ledger.find(p.ns);
+      if (t != nullptr && !p.model.empty() && TenantLedger::guaranteed(*t, p.model)) continue;
+      candidates.push_back(&p);
     }
     if (candidates.empty()) continue;
     // Lowest priority first; among equals the newest (kube's victim order).

@@ -271,6 +271,8 @@ class SchedulerImpl final : public Scheduler {
   // Every pod a node holds passes here, so the tenants' books and the
   // gangs' counts move with the nodes'.
   Status hold_locked(NodeInfo& n, PodInfo p) {
+    p.model = p.gpu.empty() || n.devices().gpus().gpus.empty() ? std::string()
+                                                               : n.devices().gpus().gpus[0].model;
     ledger_.add_bound(p);
     if (!p.group.empty()) ++gang_bound_[p.ns + "/" + p.group];
     PodInfo copy = p;
@@ -589,11 +591,23 @@ class SchedulerImpl final : public Scheduler {
     }
     const int64_t fair = me ? me->fair_share : 0;
     const int64_t held = me ? me->allocated - me->reclaiming : 0;
+    // Within its fair share, or within a model guarantee (GPUs of that
+    // product held by others beyond their own guarantee on it come back).
+    const auto model_key =
+        t ? TenantLedger::within_model_guarantee(*t, info.models, info.gpu_milli) : std::nullopt;
     std::map<std::string, int64_t> reclaimable;
-    if (held + info.gpu_milli <= fair)
-      for (const auto& r : rows)
-        if (r.ns != info.ns && r.share.preemptible && r.allocated - r.reclaiming > r.fair_share)
-          reclaimable[r.ns] = r.allocated - r.reclaiming - r.fair_share;
+    if (held + info.gpu_milli <= fair || model_key)
+      for (const auto& r : rows) {
+        if (r.ns == info.ns || !r.share.preemptible) continue;
+        int64_t over = r.allocated - r.reclaiming - r.fair_share;
+        if (model_key) {
+          auto d = r.share.model_deserved_milli.find(*model_key);
+          const TenantLedger::Tenant* u = ledger_.find(r.ns);
+          over = std::max(over, (u ? TenantLedger::held_on(*u, *model_key) : 0) -
+                                    (d == r.share.model_deserved_milli.end() ? 0 : d->second));
+        }
+        if (over > 0) reclaimable[r.ns] = over;
+      }
     *plan = plan_reclaim(nodes_, info, c, options_.policy, reclaimable, ledger_);
     if (*plan) {
       int64_t freed = 0;
@@ -606,7 +620,7 @@ class SchedulerImpl final : public Scheduler {
       *nominated = (*plan)->node;
       return msg + ", reclaiming " + gpu::format_gpus(freed) + " borrowed by other tenants";
     }
-    if (held + info.gpu_milli > fair)
+    if (held + info.gpu_milli > fair && !model_key)
       return msg + "; beyond its fair share of " + gpu::format_gpus(fair) +
              " GPUs it waits for idle ones";
     return msg + ", and no GPUs can be reclaimed: other tenants hold no more than their shares";

@@ -98,6 +98,7 @@ void TenantLedger::add_bound(const PodInfo& p) {
   Tenant& t = by_ns_[p.ns];
   if (t.name.empty()) t.name = p.ns;
   t.allocated += p.gpu_milli;
+  if (!p.model.empty()) t.by_model[p.model] += p.gpu_milli;
   if (p.terminating) t.reclaiming += p.gpu_milli;
 }
 
@@ -105,7 +106,35 @@ void TenantLedger::remove_bound(const PodInfo& p) {
   if (p.gpu_milli == 0) return;
   Tenant& t = by_ns_[p.ns];
   t.allocated -= p.gpu_milli;
+  if (!p.model.empty()) {
+    auto it = t.by_model.find(p.model);
+    if (it != t.by_model.end() && (it->second -= p.gpu_milli) <= 0) t.by_model.erase(it);
+  }
   if (p.terminating) t.reclaiming -= p.gpu_milli;
+}
+
+int64_t TenantLedger::held_on(const Tenant& t, const std::string& key) {
+  int64_t held = 0;
+  for (const auto& [model, milli] : t.by_model)
+    if (model.find(key) != std::string::npos) held += milli;
+  return held;
+}
+
+std::optional<std::string> TenantLedger::within_model_guarantee(
+    const Tenant& t, const std::vector<std::string>& models, int64_t milli) {
+  if (models.empty()) return std::nullopt;
+  for (const auto& [key, deserved] : t.share.model_deserved_milli) {
+    bool all = true;
+    for (const std::string& m : models) all = all && m.find(key) != std::string::npos;
+    if (all && held_on(t, key) + milli <= deserved) return key;
+  }
+  return std::nullopt;
+}
+
+bool TenantLedger::guaranteed(const Tenant& t, const std::string& model) {
+  for (const auto& [key, deserved] : t.share.model_deserved_milli)
+    if (model.find(key) != std::string::npos && held_on(t, key) <= deserved) return true;
+  return false;
 }
 
 void TenantLedger::set_terminating(PodInfo& p, bool on) {

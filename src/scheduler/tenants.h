@@ -25,11 +25,12 @@ class TenantLedger {
   struct Tenant {
     std::string name;  // label vkube.io/tenant, else the namespace
     gpu::GpuShare share;
-    bool annotated = false;                  // share from the namespace
-    std::optional<gpu::GpuShare> from_flag;  // its StatefulSet's --gpu-share
-    int64_t allocated = 0;                   // bound and assumed pods
-    int64_t reclaiming = 0;                  // of which terminating
-    int64_t pending = 0;                     // pods waiting to be placed
+    bool annotated = false;                   // share from the namespace
+    std::optional<gpu::GpuShare> from_flag;   // its StatefulSet's --gpu-share
+    int64_t allocated = 0;                    // bound and assumed pods
+    int64_t reclaiming = 0;                   // of which terminating
+    int64_t pending = 0;                      // pods waiting to be placed
+    std::map<std::string, int64_t> by_model;  // allocated, by the GPU product holding it
     bool has_share() const { return annotated || from_flag.has_value(); }
   };
 
@@ -51,6 +52,19 @@ class TenantLedger {
   void clear_pending(const std::string& uid);
 
   const Tenant* find(const std::string& ns) const;
+
+  // Model guarantees (GpuShare::model_deserved_milli, keys matched as
+  // substrings of products): what the tenant holds on products matching
+  // `key`, and whether a pod pinned to `models` asking `milli` stays within
+  // one of its tenant's model guarantees.
+  static int64_t held_on(const Tenant& t, const std::string& key);
+  // Returns the guarantee's key, or nullopt.
+  static std::optional<std::string> within_model_guarantee(const Tenant& t,
+                                                           const std::vector<std::string>& models,
+                                                           int64_t milli);
+  // A bound pod of `t` on product `model` that its tenant's model guarantee
+  // covers: the tenant holds no more on such products than guaranteed.
+  static bool guaranteed(const Tenant& t, const std::string& model);
   Tenant& at(const std::string& ns) { return by_ns_[ns]; }
   const std::map<std::string, Tenant>& all() const { return by_ns_; }
 

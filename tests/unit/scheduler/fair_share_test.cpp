@@ -295,3 +295,43 @@ TEST_CASE("a gang within its tenant's share reclaims for all its pods, then star
   for (const json& p : f.list("vkube-bravo")) disrupted += Pool::disrupted(p) ? 1 : 0;
   CHECK(disrupted == 0);
 }
+
+TEST_CASE("a model guarantee takes back GPUs of that model, and keeps them",
+          "[scheduler][fair-share]") {
+  Pool f;
+  json h100 = node("h1", 4);
+  h100["metadata"]["labels"] = {{"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"}};
+  json a100 = node("a1", 4);
+  a100["metadata"]["labels"] = {{"nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"}};
+  f.cp.create("/api/v1/nodes", h100);
+  f.cp.create("/api/v1/nodes", a100);
+  f.tenant("vkube-alpha", "deserved=4,model:H100=2");
+  f.tenant("vkube-bravo", "deserved=4");
+  f.settle();
+  auto pinned = [&](const std::string& ns, const std::string& name, const std::string& product) {
+    json p = gpu_pod(name, 1);
+    p["spec"]["nodeSelector"] = {{"nvidia.com/gpu.product", product}};
+    f.cp.create("/api/v1/namespaces/" + ns + "/pods", p);
+  };
+  for (int i = 0; i < 4; ++i) pinned("vkube-bravo", "h" + std::to_string(i), "NVIDIA-H100-80GB-HBM3");
+  for (int i = 0; i < 4; ++i) pinned("vkube-alpha", "a" + std::to_string(i), "NVIDIA-A100-SXM4-80GB");
+  f.settle();
+  REQUIRE(f.count("vkube-bravo", Pool::bound) == 4);
+  REQUIRE(f.count("vkube-alpha", Pool::bound) == 4);
+  // Alpha is at its fair share, but its H100 guarantee is unused: it takes one back.
+  pinned("vkube-alpha", "train", "NVIDIA-H100-80GB-HBM3");
+  f.settle();
+  int disrupted = 0;
+  for (const json& p : f.list("vkube-bravo")) disrupted += Pool::disrupted(p) ? 1 : 0;
+  CHECK(disrupted == 1);
+  CHECK(f.finish_deletions("vkube-bravo") == 1);
+  f.settle();
+  CHECK(f.count("vkube-alpha", Pool::bound) == 5);
+  // Bravo, now below its fair share, wants an H100 back: alpha's is guaranteed, so it waits.
+  pinned("vkube-bravo", "again", "NVIDIA-H100-80GB-HBM3");
+  f.settle();
+  disrupted = 0;
+  for (const json& p : f.list("vkube-alpha")) disrupted += Pool::disrupted(p) ? 1 : 0;
+  CHECK(disrupted == 0);
+  CHECK(f.count("vkube-bravo", Pool::bound) == 3);
+}
