@@ -17,6 +17,7 @@
 
 #include "command.h"
 #include "kinds.h"
+#include "tenant_queues.h"
 #include "tenant_sync.h"
 #include "vkube/apiserver/apiserver.h"
 #include "vkube/cli/manifests.h"
@@ -444,6 +445,10 @@ int run_create(const Args& args) {
   std::string& sharing = flags.add_string(
       "gpu-sharing", "milli",
       "how GPU shares reach the host: milli (vkube host), time-slicing, hami or kai");
+  std::string& host_queues = flags.add_string(
+      "host-gpu-sharing", "vkube",
+      "which scheduler holds the tenant to its --gpu-share: vkube (`vkube host`'s own), kai (a "
+      "KAI Queue under vkube-pool) or kueue (a Kueue ClusterQueue in cohort vkube-pool)");
   std::string& tolerations = flags.add_string(
       "allowed-tolerations", "",
       "the host policy: taints the tenant's pods may tolerate, key[=value][:effect],... or none");
@@ -493,6 +498,9 @@ int run_create(const Args& args) {
     if (auto v = parse(*text); !v.is_ok())
       return fail(std::string("--") + flag + ": " + v.status().message());
 
+  auto queue_mode = gpu::parse_host_queue_mode(host_queues);
+  if (!queue_mode.is_ok()) return fail(queue_mode.status().message());
+
   const auto t0 = Clock::now();
   auto host = connect_host(hf);
   if (!host.is_ok()) return fail(host.status().message());
@@ -511,7 +519,14 @@ int run_create(const Args& args) {
   spec.allowed_runtime_classes = runtime_classes;
   spec.allowed_service_types = service_types;
   spec.unsandboxed_local_pods = unsandboxed;
+  if (Status st = prepare_tenant_queues(c, *queue_mode, spec); !st.is_ok())
+    return fail(st.message());
   if (Status st = create_tenant(c, spec); !st.is_ok()) return fail(st.message());
+  std::vector<std::string> queue_notes;
+  if (Status st = apply_tenant_queues(c, *queue_mode, spec, &queue_notes); !st.is_ok())
+    return fail("tenant " + name + " is created but not its queues: " + st.message() +
+                "; `vkube delete " + name + "` removes it");
+  for (const std::string& n : queue_notes) std::printf("note: %s\n", n.c_str());
   const double applied_ms = ms_since(t0);
   if (!wait) {
     std::printf(
@@ -588,6 +603,7 @@ int run_delete(const Args& args) {
                 "; not deleting it");
   auto r = c.call("DELETE", "/api/v1/namespaces/" + ns);
   if (!r.ok() && r.code != 404) return fail("deleting namespace " + ns + ": " + r.message());
+  if (Status st = delete_tenant_queues(c, name); !st.is_ok()) return fail(st.message());
   for (const char* kind : {"clusterrolebindings", "clusterroles"}) {
     auto d = c.call(
         "DELETE", std::string("/apis/rbac.authorization.k8s.io/v1/") + kind + "/vkube-nodes-" + ns);

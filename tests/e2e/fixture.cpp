@@ -232,4 +232,10 @@ Result helm(Cluster& c, std::vector<std::string> args, seconds timeout) {
   return c.run(argv, timeout);
 }
 
+Result vkube_at(Cluster& host, std::vector<std::string> args, seconds timeout) {
+  args.insert(args.begin(), VKUBE_BINARY);
+  args.insert(args.end(), {"--kubeconfig", host.kubeconfig()});
+  return host.run(args, timeout);
+}
+
 }  // namespace vkube::e2e

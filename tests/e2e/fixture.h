@@ -120,6 +120,10 @@ class FailedWith : public Catch::MatcherBase<Result> {
 // Runs helm 3.17 (.tools/bin/helm) against `c`, with its caches in c's directory.
 Result helm(Cluster& c, std::vector<std::string> args, seconds timeout = seconds(90));
 
+// Runs the vkube binary with `args` and `--kubeconfig` of `host` (the
+// tenant commands: create, list, share, delete, ...).
+Result vkube_at(Cluster& host, std::vector<std::string> args, seconds timeout = seconds(60));
+
 // Calls `condition` every 100 ms until it holds; false if `timeout` passes first.
 bool eventually(const std::function<bool()>& condition, milliseconds timeout = seconds(10));
 

@@ -47,6 +47,11 @@ struct TenantSpec {
   std::string allowed_service_types;
   // The tenant's --service-cluster-ip-range (empty: vkube serve's default).
   std::string service_cidr;
+  // What its syncer injects into every host pod (--host-scheduler-name,
+  // --host-pod-labels k=v,...): the queue of the host's GPU scheduler
+  // (`vkube create --host-gpu-sharing kai|kueue`; empty: none).
+  std::string host_scheduler_name;
+  std::string host_pod_labels;
   // On `vkube host`: the tenant's pods of the vkube image run as processes
   // of the machine, not sandboxed (the namespace label
   // vkube.io/unsandboxed-local-pods=true). Tests of logs, exec and
