@@ -546,10 +546,22 @@ class SchedulerImpl final : public Scheduler {
     return {};
   }
 
-  int64_t idle_milli_locked() const {
-    int64_t used = 0;
-    for (const auto& [name, n] : nodes_) used += n->devices().allocated_milli();
-    return std::max<int64_t>(capacity_milli_ - used, 0);
+  // "the pool has 3 idle GPUs", or of the products a pod is pinned to
+  // ("the pool has 0 idle NVIDIA-H100-80GB-HBM3 GPUs").
+  std::string idle_text_locked(const std::vector<std::string>& models = {}) const {
+    int64_t capacity = 0, used = 0;
+    for (const auto& [name, n] : nodes_) {
+      const auto& gpus = n->devices().gpus().gpus;
+      if (!models.empty() &&
+          (gpus.empty() || std::find(models.begin(), models.end(), gpus[0].model) == models.end()))
+        continue;
+      capacity += n->devices().capacity_milli();
+      used += n->devices().allocated_milli();
+    }
+    std::string which;
+    for (const std::string& m : models) which += (which.empty() ? "" : " or ") + m;
+    return "the pool has " + gpu::format_gpus(std::max<int64_t>(capacity - used, 0)) + " idle " +
+           (which.empty() ? "" : which + " ") + "GPUs";
   }
 
   // The pod fits no node as things are, and its tenant has a share: wait for
@@ -573,7 +585,7 @@ class SchedulerImpl final : public Scheduler {
                       gpu::format_gpus(me ? me->share.deserved_milli : 0) + " deserved GPUs";
     if (me != nullptr && me->borrowed > 0)
       msg += " (" + gpu::format_gpus(me->borrowed) + " borrowed)";
-    msg += ", the pool has " + gpu::format_gpus(idle_milli_locked()) + " idle GPUs";
+    msg += ", " + idle_text_locked(info.models);
     // GPUs on their way: a node where it fits once its terminating pods are
     // gone, after the pods already waiting there.
     for (const auto& [name, n] : nodes_) {
@@ -810,7 +822,7 @@ class SchedulerImpl final : public Scheduler {
             }
             placed_on.clear();
             why = group + ": " + what + " are placed together, and only " + std::to_string(fitted) +
-                  " fit now; the pool has " + gpu::format_gpus(idle_milli_locked()) + " idle GPUs";
+                  " fit now; " + idle_text_locked(info.models);
             if (ledger_.enabled() && total > 0) why += reclaim_gang_locked(members, total, &plans);
           }
         }

@@ -334,4 +334,8 @@ TEST_CASE("a model guarantee takes back GPUs of that model, and keeps them",
   for (const json& p : f.list("vkube-alpha")) disrupted += Pool::disrupted(p) ? 1 : 0;
   CHECK(disrupted == 0);
   CHECK(f.count("vkube-bravo", Pool::bound) == 3);
+  for (const json& p : f.list("vkube-bravo"))
+    if (!Pool::bound(p))
+      CHECK(Pool::scheduled_message(p).find("the pool has 0 idle NVIDIA-H100-80GB-HBM3 GPUs") !=
+            std::string::npos);
 }
