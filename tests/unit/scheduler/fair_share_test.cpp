@@ -339,3 +339,24 @@ TEST_CASE("a model guarantee takes back GPUs of that model, and keeps them",
       CHECK(Pool::scheduled_message(p).find("the pool has 0 idle NVIDIA-H100-80GB-HBM3 GPUs") !=
             std::string::npos);
 }
+
+TEST_CASE("idle GPUs beyond deserved shares are split by weight", "[scheduler][fair-share]") {
+  Pool f;
+  f.cp.create("/api/v1/nodes", node("n1", 6));
+  f.tenant("vkube-alpha", "deserved=0,weight=2");
+  f.tenant("vkube-bravo", "deserved=0,weight=1");
+  f.settle();
+  f.pods("vkube-bravo", "b", 6);
+  f.settle();
+  REQUIRE(f.count("vkube-bravo", Pool::bound) == 6);
+  // Both want the whole pool: alpha's weight gives it 4 of 6.
+  f.pods("vkube-alpha", "a", 6);
+  f.settle();
+  int disrupted = 0;
+  for (const json& p : f.list("vkube-bravo")) disrupted += Pool::disrupted(p) ? 1 : 0;
+  CHECK(disrupted == 4);
+  CHECK(f.finish_deletions("vkube-bravo") == 4);
+  f.settle();
+  CHECK(f.count("vkube-alpha", Pool::bound) == 4);
+  CHECK(f.count("vkube-bravo", Pool::bound) == 2);
+}
