@@ -325,6 +325,19 @@ void print_table(const std::vector<std::vector<std::string>>& table) {
   }
 }
 
+// kNotFound when tenant `name` has no host namespace, kInvalid when its
+// namespace is not labelled as the tenant's (not vkube's to touch).
+Status check_tenant_namespace(Client& c, const std::string& name) {
+  const std::string ns = tenant_host_namespace(name);
+  auto got = c.call("GET", "/api/v1/namespaces/" + ns);
+  if (got.code == 404)
+    return Status::not_found("tenant \"" + name + "\" not found (no namespace " + ns + ")");
+  if (!got.ok()) return Status::unavailable("reading namespace " + ns + ": " + got.message());
+  if (str_at(got.body, {"metadata", "labels", "vkube.io/tenant"}) != name)
+    return Status::invalid("namespace " + ns + " is not labelled vkube.io/tenant=" + name);
+  return Status::ok();
+}
+
 // Parses a NAME command's flags into `name`: -1 to go on, else the exit code.
 int parse_named(FlagSet& flags, const LogFlags& log_flags, const Args& args, const char* command,
                 std::string* name) {
@@ -595,12 +608,8 @@ int run_delete(const Args& args) {
   Client& c = *host->client;
   const auto t0 = Clock::now();
   const std::string ns = tenant_host_namespace(name);
-  auto got = c.call("GET", "/api/v1/namespaces/" + ns);
-  if (got.code == 404) return fail("tenant \"" + name + "\" not found (no namespace " + ns + ")");
-  if (!got.ok()) return fail("reading namespace " + ns + ": " + got.message());
-  if (str_at(got.body, {"metadata", "labels", "vkube.io/tenant"}) != name)
-    return fail("namespace " + ns + " is not labelled vkube.io/tenant=" + name +
-                "; not deleting it");
+  if (Status s = check_tenant_namespace(c, name); !s.is_ok())
+    return fail(s.message() + (s.code() == Code::kInvalid ? "; not deleting it" : ""));
   auto r = c.call("DELETE", "/api/v1/namespaces/" + ns);
   if (!r.ok() && r.code != 404) return fail("deleting namespace " + ns + ": " + r.message());
   if (Status st = delete_tenant_queues(c, name); !st.is_ok()) return fail(st.message());
@@ -648,11 +657,7 @@ int run_share(const Args& args) {
   if (!host.is_ok()) return fail(host.status().message());
   Client& c = *host->client;
   const std::string ns = tenant_host_namespace(name);
-  auto got = c.call("GET", "/api/v1/namespaces/" + ns);
-  if (got.code == 404) return fail("tenant \"" + name + "\" not found (no namespace " + ns + ")");
-  if (!got.ok()) return fail("reading namespace " + ns + ": " + got.message());
-  if (str_at(got.body, {"metadata", "labels", "vkube.io/tenant"}) != name)
-    return fail("namespace " + ns + " is not labelled vkube.io/tenant=" + name);
+  if (Status s = check_tenant_namespace(c, name); !s.is_ok()) return fail(s.message());
   const std::string key(gpu::kShareAnnotation);
   json patch = {{"metadata", {{"annotations", {{key, nullptr}}}}}};
   if (!clear) patch["metadata"]["annotations"][key] = share->to_string();
