@@ -665,6 +665,7 @@ int run_share(const Args& args) {
   if (!r.ok()) return fail("annotating namespace " + ns + ": " + r.message());
   if (!clear) {
     std::printf("tenant %s: GPU share %s\n", name.c_str(), share->to_string().c_str());
+    if (Status st = refresh_tenant_queues(c, name, *share); !st.is_ok()) return fail(st.message());
     return 0;
   }
   // What holds now: the control plane's flag, if it has one.
@@ -672,6 +673,8 @@ int run_share(const Args& args) {
   auto now = gpu::host_share(r.body, sts.ok() ? sts.body : json());
   std::printf("tenant %s: GPU share annotation removed; its share is %s\n", name.c_str(),
               now.is_ok() ? now->to_string().c_str() : now.status().message().c_str());
+  if (now.is_ok())
+    if (Status st = refresh_tenant_queues(c, name, *now); !st.is_ok()) return fail(st.message());
   return 0;
 }
 

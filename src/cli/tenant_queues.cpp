@@ -1,6 +1,9 @@
 // The tenant's KAI or Kueue queues on a real host (tenant_queues.h).
 #include "tenant_queues.h"
 
+#include <cstdio>
+#include <tuple>
+
 #include "vkube/cli/manifests.h"
 
 namespace vkube::cli {
@@ -75,13 +78,19 @@ Status set_kai_pool(Client& host, int64_t deserved_milli) {
   return r.ok() ? Status::ok() : failed("updating KAI Queue vkube-pool", r);
 }
 
-// Deletes the cluster-scoped object at `path` if it is the tenant's.
-// Returns whether it was there.
-Result<bool> delete_owned(Client& host, const std::string& path, const std::string& tenant) {
+// Whether the cluster-scoped object at `path` exists and is the tenant's.
+Result<bool> owned(Client& host, const std::string& path, const std::string& tenant) {
   auto got = host.call("GET", path);
   if (got.code == 404) return false;  // or no such CRD on this host
   if (!got.ok()) return failed("reading " + path, got);
-  if (label_of(got.body, "vkube.io/tenant") != tenant) return false;
+  return label_of(got.body, "vkube.io/tenant") == tenant;
+}
+
+// Deletes the cluster-scoped object at `path` if it is the tenant's.
+// Returns whether it was there.
+Result<bool> delete_owned(Client& host, const std::string& path, const std::string& tenant) {
+  auto mine = owned(host, path, tenant);
+  if (!mine.is_ok() || !*mine) return mine;
   auto r = host.call("DELETE", path);
   if (!r.ok() && r.code != 404) return failed("deleting " + path, r);
   return true;
@@ -124,6 +133,22 @@ Status set_pod_policy(gpu::HostQueueMode mode, const gpu::GpuShare& share, Tenan
   return Status::ok();
 }
 
+// Creates or replaces the mode's objects for `share`.
+Status write_queues(Client& host, gpu::HostQueueMode mode, const gpu::GpuShare& share,
+                    const std::string& tenant, const std::string& ns) {
+  const std::string queue = gpu::tenant_queue_name(tenant);
+  for (const json& obj : gpu::host_queue_objects(mode, share, tenant, ns)) {
+    if (obj.value("kind", "") == "Queue" && name_of(obj) == gpu::kPoolQueue) {
+      auto others = kai_pool_deserved(host, queue);
+      if (!others.is_ok()) return others.status();
+      VKUBE_RETURN_IF_ERROR(set_kai_pool(host, *others + share.deserved_milli));
+      continue;
+    }
+    VKUBE_RETURN_IF_ERROR(put(host, obj, obj.value("kind", "") == "ResourceFlavor"));
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Status prepare_tenant_queues(Client& host, gpu::HostQueueMode mode, TenantSpec& spec) {
@@ -139,15 +164,21 @@ Status apply_tenant_queues(Client& host, gpu::HostQueueMode mode, const TenantSp
   auto share = gpu::parse_gpu_share(spec.gpu_share);
   if (!share.is_ok()) return Status::invalid("--gpu-share: " + share.status().message());
   if (notes) *notes = gpu::host_queue_notes(mode, *share);
-  const std::string queue = gpu::tenant_queue_name(spec.name);
-  for (const json& obj : gpu::host_queue_objects(mode, *share, spec.name, spec.ns)) {
-    if (obj.value("kind", "") == "Queue" && name_of(obj) == gpu::kPoolQueue) {
-      auto others = kai_pool_deserved(host, queue);
-      if (!others.is_ok()) return others.status();
-      VKUBE_RETURN_IF_ERROR(set_kai_pool(host, *others + share->deserved_milli));
-      continue;
-    }
-    VKUBE_RETURN_IF_ERROR(put(host, obj, obj.value("kind", "") == "ResourceFlavor"));
+  return write_queues(host, mode, *share, spec.name, spec.ns);
+}
+
+Status refresh_tenant_queues(Client& host, const std::string& tenant, const gpu::GpuShare& share) {
+  const std::string queue = gpu::tenant_queue_name(tenant);
+  for (auto [mode, path, what] :
+       {std::tuple{gpu::HostQueueMode::kKai, kKaiQueues, "KAI Queue"},
+        std::tuple{gpu::HostQueueMode::kKueue, kKueueClusterQueues, "Kueue ClusterQueue"}}) {
+    auto mine = owned(host, std::string(path) + "/" + queue, tenant);
+    if (!mine.is_ok()) return mine.status();
+    if (!*mine) continue;
+    VKUBE_RETURN_IF_ERROR(write_queues(host, mode, share, tenant, tenant_host_namespace(tenant)));
+    std::printf("tenant %s: %s %s updated\n", tenant.c_str(), what, queue.c_str());
+    for (const std::string& n : gpu::host_queue_notes(mode, share))
+      std::printf("note: %s\n", n.c_str());
   }
   return Status::ok();
 }

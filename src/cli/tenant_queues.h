@@ -31,6 +31,13 @@ Status prepare_tenant_queues(hostclient::Client& host, gpu::HostQueueMode mode, 
 Status apply_tenant_queues(hostclient::Client& host, gpu::HostQueueMode mode,
                            const TenantSpec& spec, std::vector<std::string>* notes);
 
+// After `vkube share`: rewrites the tenant's KAI Queue or Kueue
+// ClusterQueue for `share`, where `vkube create` made one (a tenant on
+// `vkube host` has none: nothing to do), and prints what it did and what
+// of the share cannot map.
+Status refresh_tenant_queues(hostclient::Client& host, const std::string& tenant,
+                             const gpu::GpuShare& share);
+
 // Deletes the tenant's cluster-scoped queue (KAI Queue, Kueue ClusterQueue)
 // when it is labelled as the tenant's, and lowers KAI's pool guarantee; a
 // host without the CRDs has nothing to delete. The namespaced LocalQueue

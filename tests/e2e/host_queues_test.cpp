@@ -142,6 +142,14 @@ TEST_CASE("vkube create --host-gpu-sharing kai|kueue writes the tenant's queues 
                   "kai.scheduler/queue=vkube-kb"));
     CHECK(host.get_json({"queues.scheduling.run.ai",
                          "vkube-pool"})["spec"]["resources"]["gpu"]["quota"] == 10.5);
+    // `vkube share` rewrites the queue and the pool's guarantee.
+    Result shared = vkube_at(host, {"share", "kb", "deserved=1.5,limit=3"});
+    REQUIRE_THAT(shared, Succeeded());
+    CHECK(shared.out.find("KAI Queue vkube-kb updated") != std::string::npos);
+    CHECK(host.get_json({"queues.scheduling.run.ai", "vkube-kb"})["spec"]["resources"]["gpu"] ==
+          json({{"quota", 1.5}, {"limit", 3}, {"overQuotaWeight", 1}}));
+    CHECK(host.get_json({"queues.scheduling.run.ai",
+                         "vkube-pool"})["spec"]["resources"]["gpu"]["quota"] == 9.5);
     REQUIRE_THAT(vkube_at(host, {"delete", "kb"}), Succeeded());
     CHECK_THAT(host.kubectl({"get", "queues.scheduling.run.ai", "vkube-kb"}),
                FailedWith("not found"));
@@ -176,6 +184,12 @@ TEST_CASE("vkube create --host-gpu-sharing kai|kueue writes the tenant's queues 
                        "ClusterQueue")["spec"] == cq["spec"]);
     json pod = host_pod(host, out, "vkube-qa", "kueue.x-k8s.io/queue-name=vkube");
     CHECK(pod["spec"].value("schedulerName", "default-scheduler") == "default-scheduler");
+
+    REQUIRE_THAT(vkube_at(host, {"share", "qa", "deserved=2"}), Succeeded());
+    json after = host.get_json({"clusterqueues.kueue.x-k8s.io", "vkube-qa"});
+    CHECK(after["spec"]["resourceGroups"][1]["flavors"][0]["resources"][0] ==
+          json({{"name", "nvidia.com/gpu"}, {"nominalQuota", "2"}}));
+    CHECK(after["metadata"]["annotations"]["vkube.io/gpu-share"] == "deserved=2");
 
     REQUIRE_THAT(vkube_at(host, {"delete", "qa"}), Succeeded());
     CHECK_THAT(host.kubectl({"get", "clusterqueues.kueue.x-k8s.io", "vkube-qa"}),
