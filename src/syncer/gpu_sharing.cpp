@@ -119,6 +119,18 @@ Status apply_gang_markers(const json& tenant_pod, const NameMapper& names, json&
   return Status::ok();
 }
 
+std::string tenant_view_of_group(std::string text, const json& tenant_pod,
+                                 const NameMapper& names) {
+  auto group = tenant_pod_group(tenant_pod);
+  if (!group.is_ok() || !*group) return text;
+  const std::string ns = str_at(tenant_pod.value("metadata", json::object()), "namespace");
+  const std::string from = names.host_name(ns, (*group)->name);
+  const std::string& to = (*group)->name;
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+    text.replace(at, from.size(), to);
+  return text;
+}
+
 std::optional<json> borrowing_condition(const json& host_pod) {
   const json* annotations = map_of(host_pod, "annotations");
   std::optional<std::string> value = value_in(annotations, kBorrowingAnnotation);

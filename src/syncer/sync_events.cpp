@@ -2,6 +2,7 @@
 // killed, FailedScheduling with the host scheduler's reasons) shows up in
 // `kubectl describe pod` in the tenant, about the tenant's pod.
 #include "syncer_impl.h"
+#include "vkube/syncer/gpu_sharing.h"
 
 namespace vkube::syncer {
 
@@ -52,7 +53,7 @@ Status SyncerImpl::reconcile_event(const std::string& hkey) {
     // ... and the objects it names by theirs: kubelet's `secret "db-x-ns-x-t" not found`.
     const std::string suffix = names_.host_name(origin->ns, "n").substr(1) + "\"";
     for (size_t at; (at = m.find(suffix)) != std::string::npos;) m.replace(at, suffix.size(), "\"");
-    want["message"] = m;
+    want["message"] = tenant_view_of_group(std::move(m), *tpod, names_);
   }
 
   ObjectPtr have = t_events->get(origin->ns + "/" + name);

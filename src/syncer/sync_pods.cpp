@@ -6,6 +6,7 @@
 #include "syncer_impl.h"
 #include "vkube/common/log.h"
 #include "vkube/syncer/compare.h"
+#include "vkube/syncer/gpu_sharing.h"
 #include "vkube/syncer/translate_back.h"
 #include "vkube/syncer/translate_pod.h"
 
@@ -287,7 +288,12 @@ Status SyncerImpl::reconcile_pod(const std::string& key) {
     if (!tenant) return Status::ok();
   }
 
-  const json status = tenant_pod_status(*host);
+  json status = tenant_pod_status(*host);
+  // The host scheduler's why-pending names the pod's group as the host knows it.
+  if (auto c = status.find("conditions"); c != status.end() && c->is_array())
+    for (json& cond : *c)
+      if (cond.is_object() && cond.contains("message") && cond["message"].is_string())
+        cond["message"] = tenant_view_of_group(cond["message"].get<std::string>(), *tenant, names_);
   const json have = tenant->value("status", json::object());
   json patch = json::object();
   for (auto it = status.begin(); it != status.end(); ++it)

@@ -66,6 +66,12 @@ Result<std::optional<PodGroup>> tenant_pod_group(const nlohmann::json& tenant_po
 Status apply_gang_markers(const nlohmann::json& tenant_pod, const NameMapper& names,
                           nlohmann::json& host_pod);
 
+// `text` (a host scheduler's message about `tenant_pod`'s host pod) with the
+// host name of the pod's group replaced by the tenant's own: "pod group
+// train: 3 of 4 pods exist", not the name the host knows it by.
+std::string tenant_view_of_group(std::string text, const nlohmann::json& tenant_pod,
+                                 const NameMapper& names);
+
 // The tenant's vkube.io/GPUBorrowing condition for a host pod carrying
 // kBorrowingAnnotation (its time: when the pod was scheduled); nullopt when
 // it carries none or one that is not a positive number of milli-GPUs.

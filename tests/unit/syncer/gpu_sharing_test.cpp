@@ -170,3 +170,18 @@ TEST_CASE("a borrowing host pod shows the tenant a GPUBorrowing condition", "[bo
     CHECK(vkube::syncer::tenant_pod_status(host)["conditions"].size() == 3);
   }
 }
+
+TEST_CASE("the host scheduler's messages name the tenant's group as the tenant wrote it",
+          "[gang-sync]") {
+  NameMapper names("a");
+  json pod = tenant_pod({}, {{"vkube.io/pod-group", "llama"}, {"vkube.io/pod-group-size", "4"}});
+  const std::string host_group = names.host_name("ml", "llama");
+  CHECK(vkube::syncer::tenant_view_of_group(
+            "pod group " + host_group + ": 3 of 4 pods exist; they are placed together", pod,
+            names) == "pod group llama: 3 of 4 pods exist; they are placed together");
+  // A pod of no group, or of another namespace's group of that name, keeps the text.
+  const std::string other = "pod group " + names.host_name("web", "llama") + ": waiting";
+  CHECK(vkube::syncer::tenant_view_of_group(other, pod, names) == other);
+  CHECK(vkube::syncer::tenant_view_of_group("pod group " + host_group, tenant_pod({}, {}), names) ==
+        "pod group " + host_group);
+}
