@@ -98,6 +98,7 @@ Result<PodInfo> pod_info(const json& pod) {
     p.terminating = m->contains("deletionTimestamp");
     p.created = m->value("creationTimestamp", "");
     if (const json* a = find(*m, {"annotations"}); a != nullptr && a->is_object()) {
+      p.borrowing = a->contains(gpu::kBorrowingAnnotation);
       auto group = a->find(gpu::kPodGroupAnnotation);
       auto size = a->find(gpu::kPodGroupSizeAnnotation);
       if (group != a->end() && group->is_string() && size != a->end() && size->is_string()) {

@@ -49,6 +49,9 @@ struct PodInfo {
   int64_t gpu_milli = 0;
   bool terminating = false;  // deletionTimestamp set: its GPUs are being freed
   std::string created;       // creationTimestamp (RFC 3339: orders as text)
+  // Bound while its tenant held more than deserved (gpu::kBorrowingAnnotation):
+  // it was told it may be reclaimed, so it goes before pods that were not.
+  bool borrowing = false;
   // The GPU products it may run on (nodeSelector / required affinity on
   // nvidia.com/gpu.product; empty: any), and the product of the node that
   // holds it ("" while unplaced or on a node without GPUs).

@@ -36,7 +36,8 @@ std::optional<ReclaimPlan> plan_reclaim(
     const Constraints& c, gpu::Policy policy, const std::map<std::string, int64_t>& reclaimable,
     const TenantLedger& ledger) {
   std::optional<ReclaimPlan> best;
-  std::tuple<int32_t, size_t> best_cost{};
+  // (most important victim, victims not marked borrowing, victims)
+  std::tuple<int32_t, size_t, size_t> best_cost{};
   for (const auto& [name, n] : nodes) {
     std::vector<const PodInfo*> candidates;
     for (const auto& [uid, p] : n->pods()) {
@@ -52,9 +53,11 @@ std::optional<ReclaimPlan> plan_reclaim(
       candidates.push_back(&p);
     }
     if (candidates.empty()) continue;
-    // Lowest priority first; among equals the newest (kube's victim order).
+    // Lowest priority first; among equals those marked borrowing (they were
+    // told they may be reclaimed), then the newest (kube's victim order).
     std::sort(candidates.begin(), candidates.end(), [](const PodInfo* a, const PodInfo* b) {
       if (a->priority != b->priority) return a->priority < b->priority;
+      if (a->borrowing != b->borrowing) return a->borrowing;
       if (a->created != b->created) return a->created > b->created;
       return a->uid < b->uid;
     });
@@ -86,8 +89,12 @@ std::optional<ReclaimPlan> plan_reclaim(
     }
     plan.victims.assign(kept.rbegin(), kept.rend());
     int32_t top = 0;
-    for (const PodInfo& v : plan.victims) top = std::max(top, v.priority);
-    std::tuple<int32_t, size_t> cost{top, plan.victims.size()};
+    size_t unmarked = 0;
+    for (const PodInfo& v : plan.victims) {
+      top = std::max(top, v.priority);
+      unmarked += v.borrowing ? 0 : 1;
+    }
+    std::tuple<int32_t, size_t, size_t> cost{top, unmarked, plan.victims.size()};
     if (!best || cost < best_cost) {
       best = std::move(plan);
       best_cost = cost;

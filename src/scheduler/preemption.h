@@ -31,9 +31,10 @@ struct ReclaimPlan {
 // Pods a pod may displace: of another tenant, from that tenant's
 // `reclaimable` budget (thousandths it holds beyond its fair share, never
 // taking it below), or of its own tenant with a lower priority.
-// Per node, candidates go lowest priority first, then newest, until `pod`
-// fits the node as it will be (future_of); the node needing the fewest and
-// least important victims wins. nullopt when no node can be freed.
+// Per node, candidates go lowest priority first, then those marked
+// borrowing, then the newest, until `pod` fits the node as it will be
+// (future_of); the node whose victims are least important, most often marked
+// borrowing, and fewest wins. nullopt when no node can be freed.
 std::optional<ReclaimPlan> plan_reclaim(
     const std::map<std::string, std::unique_ptr<NodeInfo>>& nodes, const PodInfo& pod,
     const Constraints& c, gpu::Policy policy, const std::map<std::string, int64_t>& reclaimable,

@@ -521,11 +521,16 @@ class SchedulerImpl final : public Scheduler {
   }
 
   // Thousandths `info` borrows beyond its tenant's deserved share, once held.
-  int64_t borrowed_locked(const PodInfo& info) const {
+  int64_t borrowed_locked(const PodInfo& info, const std::string& node) {
     if (!ledger_.enabled() || info.gpu_milli == 0) return 0;
     const TenantLedger::Tenant* t = ledger_.find(info.ns);
     if (t == nullptr) return 0;
-    return std::clamp<int64_t>(t->allocated - t->share.deserved_milli, 0, info.gpu_milli);
+    const int64_t borrowed =
+        std::clamp<int64_t>(t->allocated - t->share.deserved_milli, 0, info.gpu_milli);
+    // The node's copy is marked as the binding will mark the pod.
+    if (PodInfo* held = nodes_[node]->pod(info.uid); held != nullptr && borrowed > 0)
+      held->borrowing = true;
+    return borrowed;
   }
 
   // What the tenant's share refuses outright, whatever the pool holds: its
@@ -671,7 +676,7 @@ class SchedulerImpl final : public Scheduler {
         if (!chosen.empty()) {
           info.allocation = std::move(alloc);
           if (assume_locked(info, chosen))
-            borrowed = borrowed_locked(info);
+            borrowed = borrowed_locked(info, chosen);
           else
             chosen.clear();
         } else if (shares) {
@@ -811,7 +816,7 @@ class SchedulerImpl final : public Scheduler {
             p.allocation = std::move(alloc);
             if (node.empty() || !assume_locked(p, node)) break;
             placed_on.push_back(node);
-            borrowed.push_back(borrowed_locked(p));
+            borrowed.push_back(borrowed_locked(p, node));
           }
           if (placed_on.size() < members.size()) {
             const size_t fitted = placed_on.size();

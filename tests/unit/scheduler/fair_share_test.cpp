@@ -130,6 +130,7 @@ TEST_CASE("a busy tenant borrows idle GPUs and gives them back to a tenant withi
     if (!Pool::disrupted(p)) continue;
     ++disrupted;
     CHECK(Pool::terminating(p));
+    CHECK(borrowing(p));  // the pods told they borrow are the ones reclaimed
     std::string m;
     for (const json& c : p["status"]["conditions"])
       if (c.value("type", "") == "DisruptionTarget") m = c.value("message", "");
