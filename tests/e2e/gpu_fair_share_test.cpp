@@ -166,7 +166,7 @@ std::string gpu_pod(const std::string& name) {
 // disruptions too (10 s doubled per failure, up to 10 min: kubernetes#119378,
 // #130881), so 8 pods reclaimed at once come back only minutes later; a
 // ReplicaSet replaces them at once. Their containers take 30 s to stop, so
-// they are killed at the end of their 3 s grace period.
+// they are killed at the end of their 5 s grace period.
 constexpr const char* kTrain = R"(apiVersion: apps/v1
 kind: Deployment
 metadata: {name: train}
@@ -178,7 +178,7 @@ spec:
       labels: {app: train}
       annotations: {sim.vkube.io/termination-seconds: "30"}
     spec:
-      terminationGracePeriodSeconds: 3
+      terminationGracePeriodSeconds: 5
       containers:
       - name: train
         image: example.com/train:1
@@ -215,11 +215,12 @@ std::string summary(const json& pods) {
   return out;
 }
 
-size_t preempted_events(Cluster& host) {
-  json evs = must_items(host, nullptr, {"events", "-A"});
-  size_t n = 0;
-  for (const json& e : evs) n += e.value("reason", "") == "Preempted";
-  return n;
+// The host pods the host's Preempted events name (a pod preempted twice counts once).
+std::set<std::string> preempted_pods(Cluster& host) {
+  std::set<std::string> out;
+  for (const json& e : must_items(host, nullptr, {"events", "-A"}))
+    if (e.value("reason", "") == "Preempted") out.insert(e["involvedObject"].value("name", ""));
+  return out;
 }
 
 TEST_CASE("GPU fair share: borrow, reclaim, gang, limit and a host restart with three tenants",
@@ -457,8 +458,8 @@ TEST_CASE("GPU fair share: borrow, reclaim, gang, limit and a host restart with 
         return std::exchange(before, settled) == settled;
       },
       seconds(20));
-  const size_t preempted_before = preempted_events(host);
-  CHECK(preempted_before == 8);
+  const std::set<std::string> preempted_before = preempted_pods(host);
+  CHECK(preempted_before.size() == 8);
   host.restart(SIGKILL);
   for (const Tenant* t : {&alpha, &bravo, &charlie})
     REQUIRE(eventually(
@@ -469,18 +470,70 @@ TEST_CASE("GPU fair share: borrow, reclaim, gang, limit and a host restart with 
         seconds(120)));
   std::this_thread::sleep_for(seconds(10));  // the scheduler has looked at every pending pod
   CHECK(pool_state() == settled);
-  CHECK(preempted_events(host) == preempted_before);
+  CHECK(preempted_pods(host) == preempted_before);
   for (const json& p : gpu_pods(host, bravo, false))
     if (pending(p)) CHECK_THAT(scheduled_message(p), Catch::Contains("deserved"));
 
   // The restarted scheduler still hands out what frees up: alpha scales to 0,
-  // the gang goes, and bravo's waiting pods run.
+  // the gang goes, and bravo's waiting pods run (borrowing again).
   REQUIRE_THAT(kubectl_at(host, charlie, {"delete", "job", "gang2"}), Succeeded());
   REQUIRE_THAT(kubectl_at(host, alpha, {"scale", "deployment", "serve", "--replicas=0"}),
                Succeeded());
-  CHECK(eventually([&] { return names_where(gpu_pods(host, bravo, false), running).size() == 16; },
+  REQUIRE(eventually(
+      [&] {
+        return names_where(gpu_pods(host, bravo, false), running).size() == 16 &&
+               names_where(gpu_pods(host, alpha, true), [](const json&) { return true; }).empty();
+      },
+      seconds(60)));
+  CHECK(preempted_pods(host) == preempted_before);
+  const json lent = gpu_pods(host, bravo, true);
+  const std::set<std::string> borrowed_again = names_where(lent, borrowing_host_pod);
+  {
+    INFO(summary(lent));
+    CHECK(borrowed_again.size() == 8);
+  }
+
+  // --- The host crashes in the middle of a reclaim (alpha back to 8, bravo's
+  // victims still terminating): once it is back, alpha's 8 run and exactly
+  // the 8 victims are gone, none more.
+  REQUIRE_THAT(kubectl_at(host, alpha, {"scale", "deployment", "serve", "--replicas=8"}),
+               Succeeded());
+  size_t terminating_at_crash = 0;
+  REQUIRE(eventually(
+      [&] {
+        terminating_at_crash = names_where(gpu_pods(host, bravo, true), terminating).size();
+        return terminating_at_crash > 0;
+      },
+      seconds(20)));
+  host.restart(SIGKILL);
+  WARN("host killed with " << terminating_at_crash << " of bravo's pods terminating");
+  for (const Tenant* t : {&alpha, &bravo, &charlie})
+    REQUIRE(eventually(
+        [&] {
+          return vkube(host, {"connect", t->name, "--out", t->kubeconfig}).exit_code == 0 &&
+                 items(host, t, {"pods"}).is_array();
+        },
+        seconds(120)));
+  CHECK(eventually([&] { return names_where(gpu_pods(host, alpha, false), running).size() == 8; },
                    seconds(60)));
-  CHECK(preempted_events(host) == preempted_before);
+  json bravo_after;
+  CHECK(eventually(
+      [&] {
+        bravo_after = gpu_pods(host, bravo, true);
+        return names_where(bravo_after, running).size() == 8 &&
+               names_where(bravo_after, pending).size() == 8;
+      },
+      seconds(30)));
+  std::this_thread::sleep_for(seconds(5));  // any extra victim would show by now
+  bravo_after = gpu_pods(host, bravo, true);
+  INFO(summary(bravo_after));
+  std::set<std::string> second_victims;
+  for (const std::string& pod : preempted_pods(host))
+    if (!preempted_before.count(pod)) second_victims.insert(pod);
+  CHECK(second_victims == borrowed_again);
+  CHECK(names_where(bravo_after, running).size() == 8);
+  for (const json& p : bravo_after)
+    if (borrowed_again.count(name_of(p))) CHECK_FALSE(running(p));
 }
 
 }  // namespace
