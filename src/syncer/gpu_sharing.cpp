@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "vkube/gpu/host_queues.h"
+
 namespace vkube::syncer {
 
 namespace {
@@ -55,6 +57,21 @@ bool valid_group_name(const std::string& s) {
   return !s.empty() && s.size() <= 253 && alnum(s.front()) && alnum(s.back()) &&
          std::all_of(s.begin(), s.end(),
                      [&](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
+}
+
+// What Kueue requires of a group's name (IsDNS1123Subdomain); the host
+// group is a label value as well, at most 63 characters (NameMapper's).
+bool dns_subdomain(const std::string& s) {
+  if (s.empty() || s.size() > 63) return false;
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (alnum(c)) continue;
+    // '-' and '.' inside a label; '.' only between alphanumerics.
+    if (i == 0 || i + 1 == s.size() || (c != '-' && c != '.')) return false;
+    if (c == '.' && (!alnum(s[i - 1]) || !alnum(s[i + 1]))) return false;
+  }
+  return true;
 }
 
 std::optional<int64_t> parse_size(const std::string& s) {
@@ -116,6 +133,28 @@ Status apply_gang_markers(const json& tenant_pod, const NameMapper& names, json&
   const std::string ns = str_at(tenant_pod.value("metadata", json::object()), "namespace");
   annotations[std::string(kPodGroupAnnotation)] = names.host_name(ns, (*group)->name);
   annotations[std::string(kPodGroupSizeAnnotation)] = std::to_string((*group)->size);
+  return Status::ok();
+}
+
+Status apply_host_queue_gang(const json& tenant_pod,
+                             const std::map<std::string, std::string>& policy_labels,
+                             json& host_pod) {
+  if (!policy_labels.count(std::string(gpu::kKueueQueueLabel))) return Status::ok();
+  const json* annotations = map_of(host_pod, "annotations");
+  std::optional<std::string> group = value_in(annotations, kPodGroupAnnotation);
+  std::optional<std::string> size = value_in(annotations, kPodGroupSizeAnnotation);
+  if (!group || !size) return Status::ok();
+  if (!dns_subdomain(*group)) {
+    // Named as the tenant wrote it, not as the host knows it.
+    auto tenant_group = tenant_pod_group(tenant_pod);
+    const std::string name = tenant_group.is_ok() && *tenant_group ? (*tenant_group)->name : *group;
+    return Status::invalid("pod group \"" + name.substr(0, 64) +
+                           "\": Kueue on the host names a Workload after the group, so its name "
+                           "must be lowercase letters, digits, '-' and '.' (RFC 1123)");
+  }
+  json& meta = host_pod["metadata"];
+  meta["labels"][std::string(kKueueGroupLabel)] = *group;
+  meta["annotations"][std::string(kKueueGroupCountAnnotation)] = *size;
   return Status::ok();
 }
 

@@ -17,9 +17,12 @@ constexpr std::string_view kDefaultScheduler = "default-scheduler";
 // Labels and annotations host schedulers and queues read: the operator's
 // (KAI, Kueue, Volcano, the scheduler-plugins' pod groups, Run:ai).
 constexpr std::string_view kSchedulingPrefixes[] = {
-    "kai.scheduler/", "kueue.x-k8s.io/",        "scheduling.x-k8s.io/",
-    "volcano.sh/",    "scheduling.volcano.sh/", "scheduling.k8s.io/",
-    "runai/"};
+    "kai.scheduler/", "kueue.x-k8s.io/", "scheduling.x-k8s.io/", "volcano.sh/",
+    "scheduling.volcano.sh/", "scheduling.k8s.io/", "runai/",
+    // KAI's binder's, on the pod it binds (a GPU share's group, what it got):
+    // a tenant's own would misstate to KAI which shared GPU the pod holds,
+    // and be written back over the binder's on every sync.
+    "runai-gpu-group", "received-resource-type"};
 
 std::string str(const json& j, const char* key) {
   if (!j.is_object()) return {};

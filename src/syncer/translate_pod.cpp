@@ -227,7 +227,9 @@ Result<json> translate_pod(const json& tenant_pod, const PodContext& ctx) {
   host["spec"] = std::move(spec);
   VKUBE_RETURN_IF_ERROR(gpu::translate_for_host(host, ctx.gpu));
   static const HostPolicy kDefaults;
-  VKUBE_RETURN_IF_ERROR(apply_pod_policy(ctx.policy ? *ctx.policy : kDefaults, host));
+  const HostPolicy& policy = ctx.policy ? *ctx.policy : kDefaults;
+  VKUBE_RETURN_IF_ERROR(apply_pod_policy(policy, host));
+  VKUBE_RETURN_IF_ERROR(apply_host_queue_gang(tenant_pod, policy.labels, host));
   return host;
 }
 

@@ -30,6 +30,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -65,6 +66,26 @@ Result<std::optional<PodGroup>> tenant_pod_group(const nlohmann::json& tenant_po
 // kInvalid as tenant_pod_group.
 Status apply_gang_markers(const nlohmann::json& tenant_pod, const NameMapper& names,
                           nlohmann::json& host_pod);
+
+// Kueue's plain-pod group (its pkg/controller/jobs/pod/constants): a label
+// naming the group and an annotation with its size, on every member.
+inline constexpr std::string_view kKueueGroupLabel = "kueue.x-k8s.io/pod-group-name";
+inline constexpr std::string_view kKueueGroupCountAnnotation =
+    "kueue.x-k8s.io/pod-group-total-count";
+
+// On a Kueue host (the operator's `policy_labels` name a Kueue LocalQueue,
+// gpu::kKueueQueueLabel), a host pod (of `tenant_pod`) carrying the host's gang annotations
+// (apply_gang_markers) also gets Kueue's group: kKueueGroupLabel = the host
+// group, kKueueGroupCountAnnotation = its size, so that Kueue admits the
+// group's one Workload when all its pods exist, all or nothing. Applied after
+// the host policy, which strips the tenant's own kueue.x-k8s.io/ keys. Kueue
+// names the Workload after the group and refuses a pod whose group is no
+// lowercase RFC 1123 subdomain: kInvalid then, so the tenant is told instead
+// of the host's webhook refusing every try. Nothing for KAI: its gangs need
+// a PodGroup object (docs/gpu-queues.md, "Gangs").
+Status apply_host_queue_gang(const nlohmann::json& tenant_pod,
+                             const std::map<std::string, std::string>& policy_labels,
+                             nlohmann::json& host_pod);
 
 // `text` (a host scheduler's message about `tenant_pod`'s host pod) with the
 // host name of the pod's group replaced by the tenant's own: "pod group

@@ -64,9 +64,10 @@ struct PodContext {
 // - the tenant's gang markers as the host scheduler's (gpu_sharing.h);
 // - GPU requests per ctx.gpu;
 // - then the operator's host policy (apply_pod_policy): its scheduler name,
-//   queue labels and priority class, never the tenant's.
+//   queue labels and priority class, never the tenant's; on a Kueue host a
+//   gang's Kueue pod-group keys (apply_host_queue_gang).
 // kInvalid when the pod's GPU request cannot be served by the host or its
-// pod group is malformed,
+// pod group is malformed (or, on a Kueue host, not a lowercase DNS name),
 // kForbidden when the host policy refuses the pod.
 Result<nlohmann::json> translate_pod(const nlohmann::json& tenant_pod, const PodContext& ctx);
 

@@ -11,17 +11,6 @@ using namespace vkube::testing::syncer_harness;
 const std::string kHostPods = "/api/v1/namespaces/vkube-t/pods";
 const std::string kTenantPod = "/api/v1/namespaces/default/pods/w";
 
-// A merge patch (admin_call sends application/json bodies).
-int merge_patch(ApiServerOverStore& api, const std::string& target, const json& body) {
-  vkube::http::Request req = vkube::testing::request("PATCH", target);
-  req.peer = vkube::http::PeerCertificate{"admin", {"system:masters"}};
-  req.body = body.dump();
-  req.headers.push_back({"Content-Type", "application/merge-patch+json"});
-  vkube::http::Response resp = api.api->handle(req);
-  INFO(resp.body);
-  return resp.status;
-}
-
 json tenant_condition(ApiServerOverStore& api, const std::string& type) {
   json pod = admin_call(*api.api, "GET", kTenantPod)["body"];
   for (const json& c : pod.value("status", json::object()).value("conditions", json::array()))

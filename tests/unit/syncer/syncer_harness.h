@@ -149,6 +149,18 @@ struct Tenant {
   }
 };
 
+// A JSON merge patch as admin (admin_call sends application/json bodies);
+// the response's status code.
+inline int merge_patch(ApiServerOverStore& api, const std::string& target, const json& body) {
+  vkube::http::Request req = request("PATCH", target);
+  req.peer = vkube::http::PeerCertificate{"admin", {"system:masters"}};
+  req.body = body.dump();
+  req.headers.push_back({"Content-Type", "application/merge-patch+json"});
+  vkube::http::Response resp = api.api->handle(req);
+  INFO(resp.body);
+  return resp.status;
+}
+
 inline bool eventually(const std::function<bool()>& f, std::chrono::milliseconds timeout = 15s) {
   auto end = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < end) {
