@@ -215,6 +215,17 @@ std::string summary(const json& pods) {
   return out;
 }
 
+// After a host restart: the tenant's control plane answers again through the
+// kubeconfig `vkube connect` writes.
+bool reconnect(Cluster& host, const Tenant& t) {
+  return eventually(
+      [&] {
+        return vkube(host, {"connect", t.name, "--out", t.kubeconfig}).exit_code == 0 &&
+               items(host, &t, {"pods"}).is_array();
+      },
+      seconds(120));
+}
+
 // The host pods the host's Preempted events name (a pod preempted twice counts once).
 std::set<std::string> preempted_pods(Cluster& host) {
   std::set<std::string> out;
@@ -461,13 +472,7 @@ TEST_CASE("GPU fair share: borrow, reclaim, gang, limit and a host restart with 
   const std::set<std::string> preempted_before = preempted_pods(host);
   CHECK(preempted_before.size() == 8);
   host.restart(SIGKILL);
-  for (const Tenant* t : {&alpha, &bravo, &charlie})
-    REQUIRE(eventually(
-        [&] {
-          return vkube(host, {"connect", t->name, "--out", t->kubeconfig}).exit_code == 0 &&
-                 items(host, t, {"pods"}).is_array();
-        },
-        seconds(120)));
+  for (const Tenant* t : {&alpha, &bravo, &charlie}) REQUIRE(reconnect(host, *t));
   std::this_thread::sleep_for(seconds(10));  // the scheduler has looked at every pending pod
   CHECK(pool_state() == settled);
   CHECK(preempted_pods(host) == preempted_before);
@@ -507,13 +512,7 @@ TEST_CASE("GPU fair share: borrow, reclaim, gang, limit and a host restart with 
       seconds(20)));
   host.restart(SIGKILL);
   WARN("host killed with " << terminating_at_crash << " of bravo's pods terminating");
-  for (const Tenant* t : {&alpha, &bravo, &charlie})
-    REQUIRE(eventually(
-        [&] {
-          return vkube(host, {"connect", t->name, "--out", t->kubeconfig}).exit_code == 0 &&
-                 items(host, t, {"pods"}).is_array();
-        },
-        seconds(120)));
+  for (const Tenant* t : {&alpha, &bravo, &charlie}) REQUIRE(reconnect(host, *t));
   CHECK(eventually([&] { return names_where(gpu_pods(host, alpha, false), running).size() == 8; },
                    seconds(60)));
   json bravo_after;
