@@ -184,6 +184,26 @@ TEST_CASE("vkube create --host-gpu-sharing kai|kueue writes the tenant's queues 
                        "ClusterQueue")["spec"] == cq["spec"]);
     json pod = host_pod(host, out, "vkube-qa", "kueue.x-k8s.io/queue-name=vkube");
     CHECK(pod["spec"].value("schedulerName", "default-scheduler") == "default-scheduler");
+    // A gang (an Indexed Job running every index at once) is Kueue's plain-pod group too.
+    const std::string job = host.file(
+        "pair.yaml",
+        "apiVersion: batch/v1\nkind: Job\nmetadata: {name: pair}\nspec:\n  completionMode: "
+        "Indexed\n  completions: 2\n  parallelism: 2\n  template:\n    spec:\n      "
+        "restartPolicy: Never\n      containers:\n      - {name: rank, image: busybox}\n");
+    REQUIRE_THAT(host.run({kubectl_path(), "--kubeconfig", out, "apply", "-f", job}, seconds(30)),
+                 Succeeded());
+    CHECK(eventually(
+        [&] {
+          json gang = host.get_json({"pods", "-n", "vkube-qa", "-l",
+                                     "kueue.x-k8s.io/pod-group-name=pair-x-default-x-qa"});
+          if (gang["items"].size() != 2) return false;
+          for (const json& p : gang["items"])
+            if (p["metadata"]["annotations"].value("kueue.x-k8s.io/pod-group-total-count", "") !=
+                "2")
+              return false;
+          return true;
+        },
+        seconds(30)));
 
     REQUIRE_THAT(vkube_at(host, {"share", "qa", "deserved=2"}), Succeeded());
     json after = host.get_json({"clusterqueues.kueue.x-k8s.io", "vkube-qa"});
