@@ -230,10 +230,9 @@ int run_reclaim(const Flags& f) {
       break;
     }
     // The replacement of this round's victim must pend (a holds its GPU).
-    std::string victim, replacement;
+    std::string replacement;
     w.wait(5, [&] {
       if (w.terminating.size() <= t0_idx) return false;
-      victim = w.terminating[t0_idx].first;
       for (const auto& [r, at] : replacements)
         if (at >= t0 && w.b_pending.count(r)) replacement = r;
       return !replacement.empty();
@@ -305,8 +304,21 @@ std::vector<int> tenant_table(int tenants) {
   return table;
 }
 
+// This process's CPU seconds (user + system) so far.
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
+  return s(u.ru_utime) + s(u.ru_stime);
+}
+
+struct Phase {
+  double pods_per_s = 0;
+  double cpu_ms_per_1000 = 0;  // CPU of the whole process per 1,000 pods
+};
+
 // One measure; `shares`: the namespaces carry the annotation.
-double queue_phase(const Flags& f, gpu::Policy policy, bool shares, bool while_running) {
+Phase queue_phase(const Flags& f, gpu::Policy policy, bool shares, bool while_running) {
   Host h(f.sync);
   const int64_t slice = static_cast<int64_t>(f.nodes) * 8000 / f.tenants;
   for (int t = 0; t < f.tenants; ++t)
@@ -323,11 +335,13 @@ double queue_phase(const Flags& f, gpu::Policy policy, bool shares, bool while_r
   so.policy = policy;
   if (!while_running) parallel(f.pods, 16, create);
   const auto t0 = Clock::now();
+  const double cpu0 = cpu_seconds();
   h.start(so, nullptr);
   if (while_running) parallel(f.pods, 16, create);
   if (!wait_scheduled(h, f.pods, 300))
     std::printf("  timed out: %lld bound\n", (long long)h.sched->gpu_state().scheduled);
   const double s = seconds_since(t0);
+  const Phase out{f.pods / s, 1e6 * (cpu_seconds() - cpu0) / f.pods};
   // Whether the shares were in effect: the scheduler's tenant books.
   int64_t borrowed = 0;
   int rows = 0;
@@ -337,15 +351,16 @@ double queue_phase(const Flags& f, gpu::Policy policy, bool shares, bool while_r
       ++rows;
       borrowed += static_cast<int64_t>(std::stod(line.substr(line.rfind(' ') + 1)));
     }
-  std::printf("  %-9s %-28s %8.1f pods/s (%d pods in %.2f s; ", shares ? "shares" : "no shares",
-              while_running ? "created while running" : "queued before start", f.pods / s, f.pods,
-              s);
+  std::printf("  %-9s %-22s %7.1f pods/s, CPU %5.0f ms per 1,000 pods (%.2f s; ",
+              shares ? "shares" : "no shares",
+              while_running ? "created while running" : "queued before start", out.pods_per_s,
+              out.cpu_ms_per_1000, s);
   if (rows == 0)
     std::printf("the scheduler reports no tenant books)\n");
   else
     std::printf("%d tenants' books, %s GPUs borrowed)\n", rows, gpus_text(borrowed).c_str());
   std::fflush(stdout);
-  return f.pods / s;
+  return out;
 }
 
 }  // namespace
@@ -358,21 +373,27 @@ int run_queues(const Flags& f, gpu::Policy policy) {
       f.sync ? "durable" : "unsynced",
       gpus_text(static_cast<int64_t>(f.nodes) * 8000 / f.tenants).c_str());
   for (bool while_running : {false, true}) {
-    std::vector<double> plain, shared;
+    std::vector<double> plain, shared, plain_cpu, shared_cpu;
     for (int r = 0; r < f.repeat; ++r) {
       // Alternate which goes first, so drift on a shared machine cancels.
       const bool shares_first = r % 2 == 1;
-      for (bool shares : {shares_first, !shares_first})
-        (shares ? shared : plain).push_back(queue_phase(f, policy, shares, while_running));
+      for (bool shares : {shares_first, !shares_first}) {
+        Phase p = queue_phase(f, policy, shares, while_running);
+        (shares ? shared : plain).push_back(p.pods_per_s);
+        (shares ? shared_cpu : plain_cpu).push_back(p.cpu_ms_per_1000);
+      }
     }
     const char* what = while_running ? "created while running" : "queued before start";
-    std::printf("  %s: no shares %.1f pods/s (median of %d), shares %.1f pods/s (%+.1f%%)\n", what,
-                percentile(plain, 0.5), f.repeat, percentile(shared, 0.5),
-                100.0 * (percentile(shared, 0.5) / percentile(plain, 0.5) - 1));
+    const double a = percentile(plain, 0.5), b = percentile(shared, 0.5);
+    const double ca = percentile(plain_cpu, 0.5), cb = percentile(shared_cpu, 0.5);
+    std::printf(
+        "  %s, medians of %d: no shares %.1f pods/s, shares %.1f pods/s (%+.1f%%); CPU per 1,000 "
+        "pods %.0f ms vs %.0f ms (%+.1f%%)\n",
+        what, f.repeat, a, b, 100.0 * (b / a - 1), ca, cb, 100.0 * (cb / ca - 1));
     char label[96];
     std::snprintf(label, sizeof label, "%d tenants' shares, pods %s: bound per second", f.tenants,
                   what);
-    report(label, percentile(shared, 0.5), "pods/s", 1500);
+    report(label, b, "pods/s", 1500);
   }
   return 0;
 }
