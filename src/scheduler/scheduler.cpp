@@ -49,6 +49,12 @@ std::string str(const json& j, std::initializer_list<const char*> path) {
   return v != nullptr && v->is_string() ? v->get<std::string>() : std::string();
 }
 
+// "1 GPU", "0.5 GPU", "8 GPUs", with `what` before the noun ("2 idle GPUs").
+std::string gpus_text(int64_t milli, const std::string& what = "") {
+  return gpu::format_gpus(milli) + " " + (what.empty() ? "" : what + " ") +
+         (milli > 1000 || milli == 0 ? "GPUs" : "GPU");
+}
+
 bool terminal(const json& pod) {
   std::string phase = str(pod, {"status", "phase"});
   return phase == "Succeeded" || phase == "Failed";
@@ -482,7 +488,7 @@ class SchedulerImpl final : public Scheduler {
         auto waiting = ledger_.nominated_on(name, info.uid);
         if (!waiting.empty() && !gpu::choose(future_of(*n, waiting, options_.policy).devices(),
                                              info.gpu, options_.policy)) {
-          ++(*reasons)["GPUs held for pods reclaiming them"];
+          ++(*reasons)["node(s) had GPUs held for pods reclaiming them"];
           continue;
         }
       }
@@ -542,12 +548,11 @@ class SchedulerImpl final : public Scheduler {
     const gpu::GpuShare& sh = t->share;
     if (sh.limit_milli && t->allocated + milli > *sh.limit_milli)
       return "waiting for " + what + ": tenant " + t->name + " is at its limit: uses " +
-             gpu::format_gpus(t->allocated) + " of its limit of " +
-             gpu::format_gpus(*sh.limit_milli) + " GPUs";
+             gpu::format_gpus(t->allocated) + " of its limit of " + gpus_text(*sh.limit_milli);
     if (!sh.preemptible && t->allocated + milli > sh.deserved_milli)
       return "waiting for " + what + ": tenant " + t->name + " uses " +
-             gpu::format_gpus(t->allocated) + " of " + gpu::format_gpus(sh.deserved_milli) +
-             " deserved GPUs, and its pods may not be preempted, so it does not borrow";
+             gpu::format_gpus(t->allocated) + " of " + gpus_text(sh.deserved_milli, "deserved") +
+             ", and its pods may not be preempted, so it does not borrow";
     return {};
   }
 
@@ -565,8 +570,8 @@ class SchedulerImpl final : public Scheduler {
     }
     std::string which;
     for (const std::string& m : models) which += (which.empty() ? "" : " or ") + m;
-    return "the pool has " + gpu::format_gpus(std::max<int64_t>(capacity - used, 0)) + " idle " +
-           (which.empty() ? "" : which + " ") + "GPUs";
+    return "the pool has " + gpus_text(std::max<int64_t>(capacity - used, 0),
+                                       which.empty() ? "idle" : "idle " + which);
   }
 
   // The pod fits no node as things are, and its tenant has a share: wait for
@@ -587,7 +592,7 @@ class SchedulerImpl final : public Scheduler {
     const TenantLedger::Tenant* t = ledger_.find(info.ns);
     std::string msg = "waiting for " + what + ": tenant " + (t ? t->name : info.ns) + " uses " +
                       gpu::format_gpus(me ? me->allocated : 0) + " of " +
-                      gpu::format_gpus(me ? me->share.deserved_milli : 0) + " deserved GPUs";
+                      gpus_text(me ? me->share.deserved_milli : 0, "deserved");
     if (me != nullptr && me->borrowed > 0)
       msg += " (" + gpu::format_gpus(me->borrowed) + " borrowed)";
     msg += ", " + idle_text_locked(info.models);
@@ -638,8 +643,7 @@ class SchedulerImpl final : public Scheduler {
       return msg + ", reclaiming " + gpu::format_gpus(freed) + " borrowed by other tenants";
     }
     if (held + info.gpu_milli > fair && !model_key)
-      return msg + "; beyond its fair share of " + gpu::format_gpus(fair) +
-             " GPUs it waits for idle ones";
+      return msg + "; beyond its fair share of " + gpus_text(fair) + " it waits for idle ones";
     return msg + ", and no GPUs can be reclaimed: other tenants hold no more than their shares";
   }
 
@@ -805,8 +809,7 @@ class SchedulerImpl final : public Scheduler {
       } else {
         int64_t total = 0;
         for (const auto& [o, p] : members) total += p.gpu_milli;
-        const std::string what =
-            std::to_string(members.size()) + " pods with " + gpu::format_gpus(total) + " GPUs";
+        const std::string what = std::to_string(members.size()) + " pods with " + gpus_text(total);
         if (ledger_.enabled() && total > 0) why = refused_by_share_locked(info, total, what);
         if (why.empty()) {
           std::map<std::string, int> reasons;
@@ -869,7 +872,7 @@ class SchedulerImpl final : public Scheduler {
           message =
               "vkube-scheduler: reclaimed for another tenant's guaranteed GPU share; tenant " +
               (t ? t->name : v.ns) + " was borrowing beyond its deserved " +
-              gpu::format_gpus(t ? t->share.deserved_milli : 0) + " GPUs";
+              gpus_text(t ? t->share.deserved_milli : 0);
         }
       }
       events_.record(*victim, scheduler_name(*victim), "Warning", "Preempted", message);
