@@ -810,7 +810,10 @@ class SchedulerImpl final : public Scheduler {
         int64_t total = 0;
         for (const auto& [o, p] : members) total += p.gpu_milli;
         const std::string what = std::to_string(members.size()) + " pods with " + gpus_text(total);
-        if (ledger_.enabled() && total > 0) why = refused_by_share_locked(info, total, what);
+        if (ledger_.enabled() && total > 0) {
+          why = refused_by_share_locked(info, total, what);
+          if (!why.empty()) why = group + ": " + why;
+        }
         if (why.empty()) {
           std::map<std::string, int> reasons;
           for (auto& [o, p] : members) {
@@ -987,10 +990,26 @@ class SchedulerImpl final : public Scheduler {
       // Where a reclaim frees GPUs for it, as kube-scheduler nominates a
       // preempting pod (a restarted scheduler reads it back).
       if (!nominated.empty()) patch["status"]["nominatedNodeName"] = nominated;
-      auto r = client_.call("PATCH",
-                            "/api/v1/namespaces/" + str(*pod, {"metadata", "namespace"}) +
-                                "/pods/" + str(*pod, {"metadata", "name"}) + "/status",
-                            patch, "application/strategic-merge-patch+json");
+      // Written after the decision, it must not land on a pod bound
+      // meanwhile (a later attempt fit): the pod's resourceVersion is its
+      // precondition, and on a conflict the pod is read again.
+      const std::string path = "/api/v1/namespaces/" + str(*pod, {"metadata", "namespace"}) +
+                               "/pods/" + str(*pod, {"metadata", "name"});
+      std::string rv = str(*pod, {"metadata", "resourceVersion"});
+      controllers::ApiResult r;
+      for (int attempt = 0; attempt < 4; ++attempt) {
+        patch["metadata"] = {{"resourceVersion", rv}};
+        r = client_.call("PATCH", path + "/status", patch,
+                         "application/strategic-merge-patch+json");
+        if (r.code != 409) break;
+        auto now = client_.call("GET", path);
+        if (!now.ok() || !str(now.body, {"spec", "nodeName"}).empty() ||
+            find(now.body, {"metadata", "deletionTimestamp"}) != nullptr) {
+          r = now;
+          break;
+        }
+        rv = str(now.body, {"metadata", "resourceVersion"});
+      }
       if (!r.ok() && r.code != 404)
         VKUBE_LOG(warn, "cannot record unschedulable pod", {"pod", key}, {"code", r.code});
       in_flight_--;

@@ -149,6 +149,10 @@ TEST_CASE("a busy tenant borrows idle GPUs and gives them back to a tenant withi
   f.settle();
   CHECK(f.count("vkube-alpha", Pool::bound) == 8);
   CHECK(f.count("vkube-alpha", borrowing) == 0);
+  // No late "waiting for" lands on a bound pod.
+  for (const json& p : f.list("vkube-alpha"))
+    for (const json& c : p["status"].value("conditions", json::array()))
+      if (c.value("type", "") == "PodScheduled") CHECK(c.value("status", "") == "True");
 
   // Bravo's replacements wait: bravo is at its share and nothing is idle.
   f.pods("vkube-bravo", "again", 2);
