@@ -238,4 +238,22 @@ Result vkube_at(Cluster& host, std::vector<std::string> args, seconds timeout) {
   return host.run(args, timeout);
 }
 
+std::map<std::string, std::string> vkube_list_row(Cluster& host, const std::string& name) {
+  Result list = vkube_at(host, {"list"});
+  REQUIRE_THAT(list, Succeeded());
+  auto rows = lines(list.out);
+  REQUIRE(rows.size() >= 2);
+  auto header = columns(rows[0]);
+  for (size_t i = 1; i < rows.size(); ++i) {
+    auto cells = columns(rows[i]);
+    if (cells.empty() || cells[0] != name) continue;
+    REQUIRE(cells.size() == header.size());
+    std::map<std::string, std::string> out;
+    for (size_t c = 0; c < header.size(); ++c) out[header[c]] = cells[c];
+    return out;
+  }
+  FAIL("no row for tenant " + name + " in:\n" + list.out);
+  return {};
+}
+
 }  // namespace vkube::e2e

@@ -124,6 +124,10 @@ Result helm(Cluster& c, std::vector<std::string> args, seconds timeout = seconds
 // tenant commands: create, list, share, delete, ...).
 Result vkube_at(Cluster& host, std::vector<std::string> args, seconds timeout = seconds(60));
 
+// `vkube list`'s cells of tenant `name` on `host`, by column header
+// (a test failure when the tenant has no row).
+std::map<std::string, std::string> vkube_list_row(Cluster& host, const std::string& name);
+
 // Calls `condition` every 100 ms until it holds; false if `timeout` passes first.
 bool eventually(const std::function<bool()>& condition, milliseconds timeout = seconds(10));
 

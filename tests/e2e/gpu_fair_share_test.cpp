@@ -30,12 +30,6 @@ struct Tenant {
   std::string kubeconfig;  // written by `vkube create/connect --out`
 };
 
-Result vkube(Cluster& host, std::vector<std::string> args) {
-  args.insert(args.begin(), VKUBE_BINARY);
-  args.insert(args.end(), {"--kubeconfig", host.kubeconfig()});
-  return host.run(args, seconds(150));
-}
-
 Result kubectl_at(Cluster& host, const Tenant& t, std::vector<std::string> args) {
   args.insert(args.begin(), {kubectl_path(), "--kubeconfig", t.kubeconfig});
   return host.run(args, seconds(30));
@@ -230,7 +224,7 @@ std::string summary(const json& pods) {
 bool reconnect(Cluster& host, const Tenant& t) {
   return eventually(
       [&] {
-        return vkube(host, {"connect", t.name, "--out", t.kubeconfig}).exit_code == 0 &&
+        return vkube_at(host, {"connect", t.name, "--out", t.kubeconfig}).exit_code == 0 &&
                items(host, &t, {"pods"}).is_array();
       },
       seconds(120));
@@ -254,7 +248,7 @@ TEST_CASE("GPU fair share: borrow, reclaim, gang, limit and a host restart with 
   Tenant charlie{"charlie", host.dir() + "/charlie.kubeconfig"};
   for (auto [t, share] : {std::pair{&alpha, "deserved=8"}, std::pair{&bravo, "deserved=8"},
                           std::pair{&charlie, "limit=4"}}) {
-    Result r = vkube(host, {"create", t->name, "--gpu-share", share, "--out", t->kubeconfig});
+    Result r = vkube_at(host, {"create", t->name, "--gpu-share", share, "--out", t->kubeconfig});
     INFO(r);
     REQUIRE_THAT(r, Succeeded());
     json ns = host.get_json({"namespace", "vkube-" + t->name});
@@ -456,6 +450,25 @@ TEST_CASE("GPU fair share: borrow, reclaim, gang, limit and a host restart with 
     CHECK(no_leak(m, "alpha"));
   }
   CHECK(preempted == borrowed);
+
+  // The operator's books: alpha holds its 8, bravo its 8 and waits for 8 more.
+  CHECK(eventually(
+      [&] {
+        auto a = vkube_list_row(host, "alpha");
+        auto b = vkube_list_row(host, "bravo");
+        return a["ALLOCATED"] == "8" && a["BORROWED"] == "0" && b["ALLOCATED"] == "8" &&
+               b["BORROWED"] == "0" && b["PENDING"] == "8" && b["DESERVED"] == "8";
+      },
+      seconds(20)));
+  const std::string metrics = host.kubectl({"get", "--raw", "/metrics"}).out;
+  CHECK_THAT(
+      metrics,
+      Catch::Contains(
+          "vkube_tenant_gpu_allocated_milli{tenant=\"alpha\",namespace=\"vkube-alpha\"} 8000"));
+  CHECK_THAT(
+      metrics,
+      Catch::Contains(
+          "vkube_tenant_gpu_pending_milli{tenant=\"bravo\",namespace=\"vkube-bravo\"} 8000"));
 
   // --- charlie's gang of 4 on the full pool waits whole.
   create(host, charlie, "gang2.yaml", indexed_job("gang2", 4));

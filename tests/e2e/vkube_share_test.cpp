@@ -9,35 +9,10 @@ namespace {
 
 using json = nlohmann::json;
 
-Result vkube(Cluster& host, std::vector<std::string> args) {
-  args.insert(args.begin(), VKUBE_BINARY);
-  args.insert(args.end(), {"--kubeconfig", host.kubeconfig()});
-  return host.run(args, seconds(60));
-}
-
 std::string share_annotation(Cluster& host, const std::string& ns) {
   return host.get_json({"namespace", ns})["metadata"]
       .value("annotations", json::object())
       .value("vkube.io/gpu-share", "<none>");
-}
-
-// `vkube list`'s cells of tenant `name`, by column header.
-std::map<std::string, std::string> list_row(Cluster& host, const std::string& name) {
-  Result list = vkube(host, {"list"});
-  REQUIRE_THAT(list, Succeeded());
-  auto rows = lines(list.out);
-  REQUIRE(rows.size() >= 2);
-  auto header = columns(rows[0]);
-  for (size_t i = 1; i < rows.size(); ++i) {
-    auto cells = columns(rows[i]);
-    if (cells.empty() || cells[0] != name) continue;
-    REQUIRE(cells.size() == header.size());
-    std::map<std::string, std::string> out;
-    for (size_t c = 0; c < header.size(); ++c) out[header[c]] = cells[c];
-    return out;
-  }
-  FAIL("no row for tenant " + name + " in:\n" + list.out);
-  return {};
 }
 
 // A host pod of tenant `tenant` asking for `gpus` whole GPUs.
@@ -61,14 +36,14 @@ TEST_CASE("vkube create --gpu-share, vkube share and vkube list's GPU books",
   Cluster host(Cluster::Host{});
 
   // A bad share fails at once, saying why, and makes nothing.
-  CHECK_THAT(vkube(host, {"create", "c", "--gpu-share", "deserved=8,limit=4", "--wait=false"}),
+  CHECK_THAT(vkube_at(host, {"create", "c", "--gpu-share", "deserved=8,limit=4", "--wait=false"}),
              FailedWith("--gpu-share: invalid GPU share \"deserved=8,limit=4\": limit 4 is "
                         "below deserved 8"));
   CHECK_THAT(host.kubectl({"get", "namespace", "vkube-c"}), FailedWith("NotFound"));
 
-  REQUIRE_THAT(vkube(host, {"create", "a", "--gpu-share", "limit=4,deserved=2", "--wait=false"}),
+  REQUIRE_THAT(vkube_at(host, {"create", "a", "--gpu-share", "limit=4,deserved=2", "--wait=false"}),
                Succeeded());
-  REQUIRE_THAT(vkube(host, {"create", "b", "--wait=false"}), Succeeded());
+  REQUIRE_THAT(vkube_at(host, {"create", "b", "--wait=false"}), Succeeded());
   // Written where the host reads it (canonical form), and as the control plane's flag.
   CHECK(share_annotation(host, "vkube-a") == "deserved=2,limit=4");
   CHECK(share_annotation(host, "vkube-b") == "<none>");
@@ -87,7 +62,7 @@ TEST_CASE("vkube create --gpu-share, vkube share and vkube list's GPU books",
   std::map<std::string, std::string> a;
   CHECK(eventually(
       [&] {
-        a = list_row(host, "a");
+        a = vkube_list_row(host, "a");
         return a["ALLOCATED"] == "3";
       },
       seconds(20)));
@@ -96,34 +71,34 @@ TEST_CASE("vkube create --gpu-share, vkube share and vkube list's GPU books",
   CHECK(a["LIMIT"] == "4");
   CHECK(a["BORROWED"] == "1");
   CHECK(a["PENDING"] == "0");
-  auto b = list_row(host, "b");
+  auto b = vkube_list_row(host, "b");
   CHECK(b["DESERVED"] == "0");
   CHECK(b["LIMIT"] == "<none>");
   CHECK(b["PENDING"] == "1000");
   CHECK(b["ALLOCATED"] == "0");
 
   // vkube share changes it; the books follow.
-  Result shared = vkube(host, {"share", "a", "deserved=3"});
+  Result shared = vkube_at(host, {"share", "a", "deserved=3"});
   REQUIRE_THAT(shared, Succeeded());
   CHECK(shared.out.find("tenant a: GPU share deserved=3") != std::string::npos);
   CHECK(share_annotation(host, "vkube-a") == "deserved=3");
-  a = list_row(host, "a");
+  a = vkube_list_row(host, "a");
   CHECK(a["DESERVED"] == "3");
   CHECK(a["LIMIT"] == "<none>");
   CHECK(a["BORROWED"] == "0");
 
   // Bad specs and unknown tenants fail, and change nothing.
-  CHECK_THAT(vkube(host, {"share", "a", "weight=x"}),
+  CHECK_THAT(vkube_at(host, {"share", "a", "weight=x"}),
              FailedWith("invalid GPU share item \"weight=x\": weight must be a whole number"));
-  CHECK_THAT(vkube(host, {"share", "nobody", "deserved=1"}), FailedWith("not found"));
+  CHECK_THAT(vkube_at(host, {"share", "nobody", "deserved=1"}), FailedWith("not found"));
   CHECK(share_annotation(host, "vkube-a") == "deserved=3");
 
   // --clear: the share it was created with holds again.
-  Result cleared = vkube(host, {"share", "a", "--clear"});
+  Result cleared = vkube_at(host, {"share", "a", "--clear"});
   REQUIRE_THAT(cleared, Succeeded());
   CHECK(cleared.out.find("its share is deserved=2,limit=4") != std::string::npos);
   CHECK(share_annotation(host, "vkube-a") == "<none>");
-  CHECK(list_row(host, "a")["DESERVED"] == "2");
+  CHECK(vkube_list_row(host, "a")["DESERVED"] == "2");
 }
 
 }  // namespace

@@ -18,12 +18,6 @@ std::string source(const std::string& path) {
   return std::string(VKUBE_SOURCE_DIR) + "/" + path;
 }
 
-Result vkube(Cluster& host, std::vector<std::string> args) {
-  args.insert(args.begin(), VKUBE_BINARY);
-  args.insert(args.end(), {"--kubeconfig", host.kubeconfig()});
-  return host.run(args, seconds(60));
-}
-
 // kubectl against another kubeconfig, with the host's environment.
 Result kubectl_at(Cluster& host, const std::string& kubeconfig, std::vector<std::string> args) {
   args.insert(args.begin(), {"/usr/bin/kubectl", "--kubeconfig", kubeconfig});
@@ -39,7 +33,7 @@ TEST_CASE("vkube create/list/connect/delete run tenants on the embedded host", "
   Cluster host(Cluster::Host{});
   const std::string out = host.dir() + "/team-a.kubeconfig";
 
-  Result created = vkube(host, {"create", "team-a", "--gpu-quota", "gpus=2", "--out", out});
+  Result created = vkube_at(host, {"create", "team-a", "--gpu-quota", "gpus=2", "--out", out});
   REQUIRE_THAT(created, Succeeded());
   CHECK(created.out.find("tenant team-a is ready in") != std::string::npos);
   CHECK(created.out.find("export KUBECONFIG=" + out) != std::string::npos);
@@ -97,7 +91,7 @@ TEST_CASE("vkube create/list/connect/delete run tenants on the embedded host", "
           {"run", "big", "--image=busybox", "--overrides",
            R"({"spec":{"containers":[{"name":"big","image":"busybox","resources":{"limits":{"nvidia.com/gpu":"2"}}}]}})"}),
       FailedWith("exceeded quota"));
-  Result list = vkube(host, {"list"});
+  Result list = vkube_at(host, {"list"});
   REQUIRE_THAT(list, Succeeded());
   auto rows = lines(list.out);
   REQUIRE(rows.size() == 2);
@@ -111,39 +105,39 @@ TEST_CASE("vkube create/list/connect/delete run tenants on the embedded host", "
   CHECK(cols[5] == "gpus=2");
 
   // A second create of the same name is refused; bad names are refused.
-  CHECK_THAT(vkube(host, {"create", "team-a"}), FailedWith("already exists"));
-  CHECK_THAT(vkube(host, {"create", "Team_A"}), FailedWith("lower case alphanumeric"));
+  CHECK_THAT(vkube_at(host, {"create", "team-a"}), FailedWith("already exists"));
+  CHECK_THAT(vkube_at(host, {"create", "Team_A"}), FailedWith("lower case alphanumeric"));
 
   // connect prints a kubeconfig that works, or writes one.
-  Result printed = vkube(host, {"connect", "team-a"});
+  Result printed = vkube_at(host, {"connect", "team-a"});
   REQUIRE_THAT(printed, Succeeded());
   std::string again = host.file("again.kubeconfig", printed.out);
   CHECK_THAT(kubectl_at(host, again, {"get", "pod", "train"}), Succeeded());
-  CHECK_THAT(vkube(host, {"connect", "nobody"}), FailedWith("not found"));
+  CHECK_THAT(vkube_at(host, {"connect", "nobody"}), FailedWith("not found"));
 
   // The tenant's state lives on its volume: deleting its pod (a restart)
   // keeps the training pod, and the StatefulSet brings it back.
   REQUIRE_THAT(host.kubectl({"delete", "pod", "vkube-0", "-n", "vkube-team-a"}), Succeeded());
   CHECK(eventually(
       [&] {
-        return vkube(host, {"connect", "team-a", "--out", out}).exit_code == 0 &&
+        return vkube_at(host, {"connect", "team-a", "--out", out}).exit_code == 0 &&
                kubectl_at(host, out, {"get", "pod", "train"}).exit_code == 0;
       },
       seconds(20)));
 
   // delete removes the namespace, the cluster binding, and stops the process.
-  Result deleted = vkube(host, {"delete", "team-a"});
+  Result deleted = vkube_at(host, {"delete", "team-a"});
   REQUIRE_THAT(deleted, Succeeded());
   CHECK_THAT(host.kubectl({"get", "namespace", "vkube-team-a"}), FailedWith("NotFound"));
   CHECK_THAT(host.kubectl({"get", "clusterrolebinding", "vkube-nodes-vkube-team-a"}),
              FailedWith("NotFound"));
   CHECK(eventually([&] { return !process_running(host, "--name=team-a"); }));
-  Result empty = vkube(host, {"list"});
+  Result empty = vkube_at(host, {"list"});
   CHECK(lines(empty.out).size() == 1);
-  CHECK_THAT(vkube(host, {"delete", "team-a"}), FailedWith("not found"));
+  CHECK_THAT(vkube_at(host, {"delete", "team-a"}), FailedWith("not found"));
 
   // The same name again is a new, empty tenant.
-  REQUIRE_THAT(vkube(host, {"create", "team-a", "--out", out}), Succeeded());
+  REQUIRE_THAT(vkube_at(host, {"create", "team-a", "--out", out}), Succeeded());
   CHECK_THAT(kubectl_at(host, out, {"get", "pod", "train"}), FailedWith("NotFound"));
 }
 
@@ -181,10 +175,10 @@ TEST_CASE("manifests: the tenant chart lints, renders, dry-runs and installs a w
   CHECK(install.out.find("vkube-kubeconfig") != std::string::npos);  // NOTES
   std::string kubeconfig = host.dir() + "/team-b.kubeconfig";
   REQUIRE(eventually([&] {
-    return vkube(host, {"connect", "team-b", "--out", kubeconfig}).exit_code == 0 &&
+    return vkube_at(host, {"connect", "team-b", "--out", kubeconfig}).exit_code == 0 &&
            kubectl_at(host, kubeconfig, {"get", "namespaces"}).exit_code == 0;
   }));
-  Result list = vkube(host, {"list"});
+  Result list = vkube_at(host, {"list"});
   CHECK(list.out.find("team-b") != std::string::npos);
   CHECK(list.out.find("gpus=4") != std::string::npos);
   REQUIRE_THAT(helm({"uninstall", "team-b", "-n", "vkube-team-b", "--wait"}), Succeeded());
