@@ -10,17 +10,6 @@ namespace vkube::scheduler {
 
 namespace {
 
-const json* find(const json& j, std::initializer_list<const char*> path) {
-  const json* cur = &j;
-  for (const char* p : path) {
-    if (!cur->is_object()) return nullptr;
-    auto it = cur->find(p);
-    if (it == cur->end()) return nullptr;
-    cur = &*it;
-  }
-  return cur;
-}
-
 void add_amount(Resources& r, const std::string& name, int64_t milli, bool max_instead) {
   auto apply = [&](int64_t& slot, int64_t v) { slot = max_instead ? std::max(slot, v) : slot + v; };
   if (name == "cpu")
@@ -38,11 +27,11 @@ void add_amount(Resources& r, const std::string& name, int64_t milli, bool max_i
 // A container's requests, limits standing in for absent requests.
 Resources container_requests(const json& c) {
   Resources r;
-  const json* res = find(c, {"resources"});
+  const json* res = json_at(c, {"resources"});
   if (res == nullptr) return r;
   std::map<std::string, int64_t> amounts;
   for (const char* part : {"limits", "requests"}) {
-    const json* p = find(*res, {part});
+    const json* p = json_at(*res, {part});
     if (p == nullptr || !p->is_object()) continue;
     for (auto it = p->begin(); it != p->end(); ++it)
       if (auto v = api::quantity_milli(it.value())) amounts[it.key()] = *v;
@@ -61,6 +50,17 @@ void merge(Resources& into, const Resources& r, bool max_instead) {
 
 }  // namespace
 
+const json* json_at(const json& j, std::initializer_list<const char*> path) {
+  const json* cur = &j;
+  for (const char* p : path) {
+    if (!cur->is_object()) return nullptr;
+    auto it = cur->find(p);
+    if (it == cur->end()) return nullptr;
+    cur = &*it;
+  }
+  return cur;
+}
+
 bool is_gpu_resource(std::string_view name) {
   return name == gpu::kGpuResource || name == gpu::kGpuMilliResource ||
          name.starts_with(gpu::kMigResourcePrefix);
@@ -68,24 +68,24 @@ bool is_gpu_resource(std::string_view name) {
 
 Result<PodInfo> pod_info(const json& pod) {
   PodInfo p;
-  const json* meta = find(pod, {"metadata"});
+  const json* meta = json_at(pod, {"metadata"});
   if (meta != nullptr) {
     p.ns = meta->value("namespace", "");
     p.key = p.ns + "/" + meta->value("name", "");
     p.uid = meta->value("uid", "");
   }
   static const json kEmpty = json::object();
-  const json* spec = find(pod, {"spec"});
+  const json* spec = json_at(pod, {"spec"});
   if (spec == nullptr) spec = &kEmpty;
-  if (const json* cs = find(*spec, {"containers"}); cs != nullptr && cs->is_array())
+  if (const json* cs = json_at(*spec, {"containers"}); cs != nullptr && cs->is_array())
     for (const json& c : *cs) merge(p.requests, container_requests(c), false);
-  if (const json* cs = find(*spec, {"initContainers"}); cs != nullptr && cs->is_array())
+  if (const json* cs = json_at(*spec, {"initContainers"}); cs != nullptr && cs->is_array())
     for (const json& c : *cs) merge(p.requests, container_requests(c), true);
-  if (const json* o = find(*spec, {"overhead"}); o != nullptr && o->is_object())
+  if (const json* o = json_at(*spec, {"overhead"}); o != nullptr && o->is_object())
     for (auto it = o->begin(); it != o->end(); ++it)
       if (auto v = api::quantity_milli(it.value())) add_amount(p.requests, it.key(), *v, false);
   p.requests.pods = 1;
-  if (const json* pr = find(*spec, {"priority"}); pr != nullptr && pr->is_number_integer())
+  if (const json* pr = json_at(*spec, {"priority"}); pr != nullptr && pr->is_number_integer())
     p.priority = pr->get<int32_t>();
   auto g = gpu::request_of(pod);
   if (!g.is_ok()) return g.status();
@@ -94,10 +94,10 @@ Result<PodInfo> pod_info(const json& pod) {
     p.gpu_milli = gpu::usage_of(pod, p.gpu).milli;
     p.models = gpu::pinned_models(pod);
   }
-  if (const json* m = find(pod, {"metadata"}); m != nullptr && m->is_object()) {
+  if (const json* m = json_at(pod, {"metadata"}); m != nullptr && m->is_object()) {
     p.terminating = m->contains("deletionTimestamp");
     p.created = m->value("creationTimestamp", "");
-    if (const json* a = find(*m, {"annotations"}); a != nullptr && a->is_object()) {
+    if (const json* a = json_at(*m, {"annotations"}); a != nullptr && a->is_object()) {
       p.borrowing = a->contains(gpu::kBorrowingAnnotation);
       auto group = a->find(gpu::kPodGroupAnnotation);
       auto size = a->find(gpu::kPodGroupSizeAnnotation);
@@ -112,8 +112,8 @@ Result<PodInfo> pod_info(const json& pod) {
       }
     }
   }
-  if (const json* a =
-          find(pod, {"metadata", "annotations", std::string(gpu::kAllocationAnnotation).c_str()});
+  if (const json* a = json_at(
+          pod, {"metadata", "annotations", std::string(gpu::kAllocationAnnotation).c_str()});
       a != nullptr && a->is_string()) {
     auto parsed = gpu::Allocation::parse(a->get<std::string>());
     if (parsed.is_ok()) p.allocation = std::move(parsed).value();
@@ -128,19 +128,19 @@ NodeInfo::NodeInfo(const json& node) {
 void NodeInfo::parse(const json& node) {
   name_ = node["metadata"].value("name", "");
   labels_.clear();
-  if (const json* l = find(node, {"metadata", "labels"}); l != nullptr && l->is_object())
+  if (const json* l = json_at(node, {"metadata", "labels"}); l != nullptr && l->is_object())
     for (auto it = l->begin(); it != l->end(); ++it)
       if (it.value().is_string()) labels_.emplace_back(it.key(), it.value().get<std::string>());
   taints_.clear();
-  if (const json* t = find(node, {"spec", "taints"}); t != nullptr && t->is_array())
+  if (const json* t = json_at(node, {"spec", "taints"}); t != nullptr && t->is_array())
     for (const json& taint : *t)
       if (taint.is_object())
         taints_.push_back(
             {taint.value("key", ""), taint.value("value", ""), taint.value("effect", "")});
-  const json* u = find(node, {"spec", "unschedulable"});
+  const json* u = json_at(node, {"spec", "unschedulable"});
   unschedulable_ = u != nullptr && u->is_boolean() && u->get<bool>();
   allocatable_ = Resources{};
-  if (const json* a = find(node, {"status", "allocatable"}); a != nullptr && a->is_object())
+  if (const json* a = json_at(node, {"status", "allocatable"}); a != nullptr && a->is_object())
     for (auto it = a->begin(); it != a->end(); ++it)
       if (auto v = api::quantity_milli(it.value())) add_amount(allocatable_, it.key(), *v, false);
   devices_ = gpu::DeviceState(gpu::NodeGpus::of_node(node));

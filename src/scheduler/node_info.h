@@ -28,6 +28,10 @@ struct Resources {
   std::map<std::string, int64_t> scalar;
 };
 
+// The value at `path` in `j` (object keys), or null where a step is missing
+// or not an object. The scheduler's one JSON path reader.
+const json* json_at(const json& j, std::initializer_list<const char*> path);
+
 // True for the resources the device model accounts.
 bool is_gpu_resource(std::string_view name);
 

@@ -53,6 +53,14 @@ std::optional<ReclaimPlan> plan_reclaim(
       candidates.push_back(&p);
     }
     if (candidates.empty()) continue;
+    // A node the pod cannot use whatever leaves it (taints, selectors,
+    // unschedulable) is not worth a copy: only a lack of room counts.
+    std::vector<std::string> why;
+    if (!filter_node(*n, pod, c, &why) &&
+        std::any_of(why.begin(), why.end(), [](const std::string& w) {
+          return !w.starts_with("Insufficient ") && w != "Too many pods";
+        }))
+      continue;
     // Lowest priority first; among equals those marked borrowing (they were
     // told they may be reclaimed), then the newest (kube's victim order).
     std::sort(candidates.begin(), candidates.end(), [](const PodInfo* a, const PodInfo* b) {

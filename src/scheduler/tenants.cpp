@@ -6,19 +6,8 @@ namespace vkube::scheduler {
 
 namespace {
 
-const json* at_path(const json& j, std::initializer_list<const char*> path) {
-  const json* cur = &j;
-  for (const char* p : path) {
-    if (!cur->is_object()) return nullptr;
-    auto it = cur->find(p);
-    if (it == cur->end()) return nullptr;
-    cur = &*it;
-  }
-  return cur;
-}
-
 std::string text_at(const json& j, std::initializer_list<const char*> path) {
-  const json* v = at_path(j, path);
+  const json* v = json_at(j, path);
   return v != nullptr && v->is_string() ? v->get<std::string>() : std::string();
 }
 
@@ -31,7 +20,7 @@ bool TenantLedger::set_namespace(const json& ns) {
   t.name = text_at(ns, {"metadata", "labels", "vkube.io/tenant"});
   if (t.name.empty()) t.name = name;
   const json* a =
-      at_path(ns, {"metadata", "annotations", std::string(gpu::kShareAnnotation).c_str()});
+      json_at(ns, {"metadata", "annotations", std::string(gpu::kShareAnnotation).c_str()});
   gpu::GpuShare share;
   bool annotated = false;
   if (a != nullptr && a->is_string()) {
@@ -68,10 +57,10 @@ bool TenantLedger::set_statefulset(const json& sts, bool deleted) {
   const std::string ns = text_at(sts, {"metadata", "namespace"});
   std::optional<gpu::GpuShare> flag;
   if (!deleted)
-    if (const json* cs = at_path(sts, {"spec", "template", "spec", "containers"});
+    if (const json* cs = json_at(sts, {"spec", "template", "spec", "containers"});
         cs != nullptr && cs->is_array())
       for (const json& c : *cs)
-        if (const json* args = at_path(c, {"args"}); args != nullptr && args->is_array())
+        if (const json* args = json_at(c, {"args"}); args != nullptr && args->is_array())
           for (const json& arg : *args)
             if (arg.is_string() && arg.get_ref<const std::string&>().starts_with(gpu::kShareFlag))
               if (auto s = gpu::parse_gpu_share(
