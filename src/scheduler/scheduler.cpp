@@ -115,7 +115,7 @@ void SchedulerImpl::on_pod(const ObjectEvent& e) {
       ledger_.unnominate(uid);
     }
     queue_.remove(e.key);
-    if (freed) queue_.move_all_to_active();
+    if (freed) wake_all();
     return;
   }
   if (!node.empty()) {
@@ -154,7 +154,10 @@ void SchedulerImpl::note_waiting_locked(const json& pod, const std::string& uid,
   auto info = pod_info(pod);
   if (!info.is_ok()) return;
   ledger_.set_pending(uid, info->ns, info->gpu_milli);
-  if (!info->group.empty()) gang_waiting_[info->ns + "/" + info->group].insert(key);
+  if (!info->group.empty()) {
+    gang_waiting_[info->ns + "/" + info->group].insert(key);
+    gang_failed_.erase(info->ns + "/" + info->group);  // a new member: worth a try
+  }
   const std::string nominated = str(pod, {"status", "nominatedNodeName"});
   if (!nominated.empty() && ledger_.nomination(uid) == nullptr)
     ledger_.nominate(uid, {nominated, info->ns, key, *info});
@@ -290,7 +293,7 @@ void SchedulerImpl::on_node(const ObjectEvent& e) {
       recount_capacity_locked();
     }
   }
-  queue_.move_all_to_active();
+  wake_all();
 }
 
 void SchedulerImpl::recount_capacity_locked() {
@@ -495,7 +498,7 @@ void SchedulerImpl::bind(ObjectPtr pod, PodInfo info, const std::string& node, i
                   {"message", why});
         queue_.backoff(info.key, info.priority);
       }
-      if (freed) queue_.move_all_to_active();
+      if (freed) wake_all();
     }
     in_flight_--;
   });

@@ -111,6 +111,12 @@ class SchedulerImpl final : public Scheduler {
 
   void on_pod(const ObjectEvent& e);
 
+  // Something freed capacity or changed a share: every waiting pod is tried again.
+  void wake_all() {
+    wake_epoch_++;
+    queue_.move_all_to_active();
+  }
+
   // An unbound pod of ours: what it asks of its tenant, its gang, and the
   // node it waits on (status.nominatedNodeName: a reclaim begun before a
   // restart goes on without preempting again).
@@ -223,6 +229,12 @@ class SchedulerImpl final : public Scheduler {
   // Gangs ("ns/group"): keys of members waiting, and members held by nodes.
   std::unordered_map<std::string, std::set<std::string>> gang_waiting_;
   std::unordered_map<std::string, int> gang_bound_;
+  // A gang that did not fit, at which wake_all() epoch and when: its other
+  // members, popped right after, wait without trying again (n members of a
+  // failed gang would otherwise cost n placements of n pods each).
+  std::unordered_map<std::string, std::pair<uint64_t, std::chrono::steady_clock::time_point>>
+      gang_failed_;
+  std::atomic<uint64_t> wake_epoch_{0};
 
   LatencyHistogram latency_;
   std::atomic<int64_t> scheduled_{0}, unschedulable_attempts_{0}, errors_{0}, preemptions_{0};

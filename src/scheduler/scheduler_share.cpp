@@ -18,7 +18,7 @@ void SchedulerImpl::on_namespace(const ObjectEvent& e) {
       changed = ledger_.set_namespace(*e.object);
     }
   }
-  if (changed) queue_.move_all_to_active();
+  if (changed) wake_all();
 }
 
 void SchedulerImpl::on_statefulset(const ObjectEvent& e) {
@@ -27,7 +27,7 @@ void SchedulerImpl::on_statefulset(const ObjectEvent& e) {
     std::lock_guard lock(mu_);
     changed = ledger_.set_statefulset(*e.object, e.type == EventType::kDeleted);
   }
-  if (changed) queue_.move_all_to_active();
+  if (changed) wake_all();
 }
 
 // Thousandths `info` borrows beyond its tenant's deserved share, once held.
@@ -236,9 +236,20 @@ void SchedulerImpl::schedule_gang(ObjectPtr obj, PodInfo info) {
   std::vector<std::string> placed_on;
   std::vector<int64_t> borrowed;
   std::string why;
+  uint64_t epoch = 0;  // wake_all()'s count when the attempt began
   {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
     if (assumed_.count(info.uid)) return;
+    epoch = wake_epoch_.load();
+    if (auto f = gang_failed_.find(gang);
+        f != gang_failed_.end() && f->second.first == epoch &&
+        std::chrono::steady_clock::now() - f->second.second < std::chrono::seconds(2)) {
+      // Its gang just failed and nothing changed since: its message stands.
+      lock.unlock();
+      unschedulable_attempts_++;
+      queue_.unschedulable(info.key, info.priority);
+      return;
+    }
     auto b = gang_bound_.find(gang);
     const int bound = b == gang_bound_.end() ? 0 : b->second;
     const int need = std::max(info.group_size - bound, 1);
@@ -291,6 +302,13 @@ void SchedulerImpl::schedule_gang(ObjectPtr obj, PodInfo info) {
         }
       }
     }
+  }
+  {
+    std::lock_guard lock(mu_);
+    if (why.empty() || !plans.empty())
+      gang_failed_.erase(gang);
+    else
+      gang_failed_[gang] = {epoch, std::chrono::steady_clock::now()};  // as tried
   }
   if (!why.empty()) {
     for (auto& [p, plan] : plans) preempt(p, plan);
