@@ -38,8 +38,9 @@ const json& items(const json& list) {
   return kNone;
 }
 
-// The value of the share flag among the StatefulSet's container args.
-std::optional<std::string> flag_share(const json& set) {
+}  // namespace
+
+std::optional<std::string> share_flag(const json& set) {
   const json* containers = find_at(set, {"spec", "template", "spec", "containers"});
   if (containers == nullptr || !containers->is_array()) return std::nullopt;
   for (const json& c : *containers) {
@@ -52,13 +53,11 @@ std::optional<std::string> flag_share(const json& set) {
   return std::nullopt;
 }
 
-}  // namespace
-
 Result<GpuShare> host_share(const json& ns, const json& statefulset) {
   if (const json* a = find_at(ns, {"metadata", "annotations", kShareAnnotation});
       a != nullptr && a->is_string())
     return parse_gpu_share(a->get<std::string>());
-  if (auto flag = flag_share(statefulset)) return parse_gpu_share(*flag);
+  if (auto flag = share_flag(statefulset)) return parse_gpu_share(*flag);
   return GpuShare{};
 }
 

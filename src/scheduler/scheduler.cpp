@@ -111,7 +111,7 @@ void SchedulerImpl::on_pod(const ObjectEvent& e) {
     {
       std::lock_guard lock(mu_);
       freed = forget_pod_locked(uid, node);
-      forget_waiting_locked(uid, e.key);
+      forget_waiting_locked(pod, uid, e.key);
       ledger_.unnominate(uid);
     }
     queue_.remove(e.key);
@@ -122,7 +122,7 @@ void SchedulerImpl::on_pod(const ObjectEvent& e) {
     {
       std::lock_guard lock(mu_);
       assumed_.erase(uid);
-      forget_waiting_locked(uid, e.key);
+      forget_waiting_locked(pod, uid, e.key);
       ledger_.unnominate(uid);
       account_bound_locked(pod, uid, node);
     }
@@ -132,7 +132,7 @@ void SchedulerImpl::on_pod(const ObjectEvent& e) {
   if (!ours(pod)) return;
   if (json_at(pod, {"metadata", "deletionTimestamp"}) != nullptr) {
     std::lock_guard lock(mu_);
-    forget_waiting_locked(uid, e.key);
+    forget_waiting_locked(pod, uid, e.key);
     ledger_.unnominate(uid);
     return;
   }
@@ -163,31 +163,31 @@ void SchedulerImpl::note_waiting_locked(const json& pod, const std::string& uid,
     ledger_.nominate(uid, {nominated, info->ns, key, *info});
 }
 
-void SchedulerImpl::forget_waiting_locked(const std::string& uid, const std::string& key) {
+void SchedulerImpl::forget_waiting_locked(const json& pod, const std::string& uid,
+                                          const std::string& key) {
   ledger_.clear_pending(uid);
-  if (gang_waiting_.empty()) return;
-  const auto slash = key.find('/');
-  for (auto it = gang_waiting_.begin(); it != gang_waiting_.end();) {
-    if (slash != std::string::npos && it->first.compare(0, slash + 1, key, 0, slash + 1) == 0)
-      it->second.erase(key);
-    it = it->second.empty() ? gang_waiting_.erase(it) : std::next(it);
+  const std::string group =
+      str(pod, {"metadata", "annotations", std::string(gpu::kPodGroupAnnotation).c_str()});
+  if (group.empty()) return;
+  const std::string gang = str(pod, {"metadata", "namespace"}) + "/" + group;
+  if (auto it = gang_waiting_.find(gang); it != gang_waiting_.end()) {
+    it->second.erase(key);
+    if (it->second.empty()) gang_waiting_.erase(it);
   }
 }
 
 // Every pod a node holds passes here, so the tenants' books and the
 // gangs' counts move with the nodes'.
 Status SchedulerImpl::hold_locked(NodeInfo& n, PodInfo p) {
+  if (n.has_pod(p.uid)) return Status::ok();
   p.model = p.gpu.empty() || n.devices().gpus().gpus.empty() ? std::string()
                                                              : n.devices().gpus().gpus[0].model;
-  ledger_.add_bound(p);
-  if (!p.group.empty()) ++gang_bound_[p.ns + "/" + p.group];
-  PodInfo copy = p;
-  Status s = n.add_pod(std::move(p));
-  if (!s.is_ok()) {
-    ledger_.remove_bound(copy);
-    if (!copy.group.empty()) --gang_bound_[copy.ns + "/" + copy.group];
-  }
-  return s;
+  const std::string uid = p.uid;
+  VKUBE_RETURN_IF_ERROR(n.add_pod(std::move(p)));
+  const PodInfo& held = *n.pod(uid);
+  ledger_.add_bound(held);
+  if (!held.group.empty()) ++gang_bound_[held.ns + "/" + held.group];
+  return Status::ok();
 }
 
 bool SchedulerImpl::release_locked(NodeInfo& n, const std::string& uid) {

@@ -122,7 +122,8 @@ class SchedulerImpl final : public Scheduler {
   // restart goes on without preempting again).
   void note_waiting_locked(const json& pod, const std::string& uid, const std::string& key);
 
-  void forget_waiting_locked(const std::string& uid, const std::string& key);
+  // It is bound, deleted or terminating: no longer pending, nor a waiting gang member.
+  void forget_waiting_locked(const json& pod, const std::string& uid, const std::string& key);
 
   // Every pod a node holds passes here, so the tenants' books and the
   // gangs' counts move with the nodes'.

@@ -1,6 +1,7 @@
 #include "tenants.h"
 
 #include "vkube/common/log.h"
+#include "vkube/gpu/books.h"
 
 namespace vkube::scheduler {
 
@@ -56,17 +57,8 @@ bool TenantLedger::set_statefulset(const json& sts, bool deleted) {
   if (text_at(sts, {"metadata", "labels", "app.kubernetes.io/name"}) != "vkube") return false;
   const std::string ns = text_at(sts, {"metadata", "namespace"});
   std::optional<gpu::GpuShare> flag;
-  if (!deleted)
-    if (const json* cs = json_at(sts, {"spec", "template", "spec", "containers"});
-        cs != nullptr && cs->is_array())
-      for (const json& c : *cs)
-        if (const json* args = json_at(c, {"args"}); args != nullptr && args->is_array())
-          for (const json& arg : *args)
-            if (arg.is_string() && arg.get_ref<const std::string&>().starts_with(gpu::kShareFlag))
-              if (auto s = gpu::parse_gpu_share(
-                      arg.get_ref<const std::string&>().substr(gpu::kShareFlag.size()));
-                  s.is_ok())
-                flag = std::move(s).value();
+  if (auto text = deleted ? std::nullopt : gpu::share_flag(sts))
+    if (auto s = gpu::parse_gpu_share(*text); s.is_ok()) flag = std::move(s).value();
   Tenant& t = by_ns_[ns];
   if (t.name.empty()) t.name = text_at(sts, {"metadata", "labels", "vkube.io/tenant"});
   if (t.name.empty()) t.name = ns;

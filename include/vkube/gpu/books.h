@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,10 @@
 #include "vkube/gpu/share.h"
 
 namespace vkube::gpu {
+
+// The text of the kShareFlag argument of a container of a control-plane
+// StatefulSet; nullopt when none has it.
+std::optional<std::string> share_flag(const nlohmann::json& statefulset);
 
 // A tenant's share from its host namespace's kShareAnnotation, else from the
 // kShareFlag argument of a container of its control-plane StatefulSet, else
