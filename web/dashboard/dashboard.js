@@ -19,7 +19,6 @@
     metrics: '../metrics',
   };
   const SIMULATED_LABEL = 'vkube.io/simulated';
-  const SIMULATED_ANNOTATION = 'vkube.io/simulated';
   const DEVICES_ANNOTATION = 'gpu.vkube.io/devices';
   const ALLOCATION_ANNOTATION = 'gpu.vkube.io/allocation';
   const SHARE_ANNOTATION = 'vkube.io/gpu-share';
@@ -41,8 +40,8 @@
   const clock = (t) => new Date(t).toLocaleTimeString([], {hour12: false});
 
   // ---- colours: stable per tenant for the life of the page -----------------------------------
-  const PALETTE = ['#4e79a7', '#f28e2b', '#59a14f', '#e15759', '#76b7b2', '#edc948', '#b07aa1',
-                   '#ff9da7', '#9c755f', '#2f9e9e', '#8f6fd1', '#c4a000'];
+  const PALETTE = ['#4e79a7', '#f28e2b', '#59a14f', '#e15759', '#76b7b2', '#b07aa1', '#edc948',
+                   '#9c755f', '#ff9da7', '#3f51b5', '#7fb800', '#00838f'];
   const colours = new Map();
   const usedSlots = new Set();
   function fnv1a(s) {
@@ -69,6 +68,20 @@
     if (!c) c = 'hsl(' + ((colours.size * 137.508) % 360).toFixed(0) + ' 55% 52%)';
     colours.set(name, c);
     return c;
+  }
+
+  // A coloured square and the name beside it, for tables and legends.
+  function swatch(name) {
+    const sw = document.createElement('i');
+    sw.className = 'sw';
+    sw.style.background = colourOf(name);
+    return sw;
+  }
+  function legendKey(name) {
+    const k = document.createElement('span');
+    k.className = 'key';
+    k.append(swatch(name), document.createTextNode(name));
+    return k;
   }
 
   // ---- Prometheus text format ----------------------------------------------------------------
@@ -206,7 +219,6 @@
         name: n.metadata.name,
         model: labels(n)[PRODUCT_LABEL] || '',
         simulated: labels(n)[SIMULATED_LABEL] === 'true',
-        simNote: annotations(n)[SIMULATED_ANNOTATION] || '',
         gpus: nodeGpus(n).map((g) => ({...g, shares: [], slices: new Map()})),
       };
       node.byIndex = new Map(node.gpus.map((g) => [g.index, g]));
@@ -302,7 +314,6 @@
     const pool = {
       nodes: nodes.length,
       simulated: nodes.filter((n) => n.simulated).length,
-      simNote: (nodes.find((n) => n.simNote) || {}).simNote || '',
       capacity: metricSum(metrics, 'vkube_cluster_gpu_capacity_milli') ?? capMilli,
       allocated: metricSum(metrics, 'vkube_cluster_gpu_allocated_milli') ?? allocMilli,
       stranded: metricSum(metrics, 'vkube_cluster_gpu_fragmented_milli') ?? fragMilli,
@@ -355,17 +366,35 @@
     }
   }
 
-  function describeError(e) {
-    const path = String(e.url || '').replace(/^\.\.\//, '/').replace(/\?.*$/, '');
-    if (e.status === 401) {
-      return '401 Unauthorized reading ' + path + ': the host did not accept your credentials. ' +
-             'Sign in to the host again, or run `vkube dashboard --kubeconfig HOST.kubeconfig`.';
+  // One line per kind of failure, naming every path it hit: "403 Forbidden reading /api/v1/nodes
+  // and /metrics: ...".
+  function describeErrors(errors) {
+    const groups = new Map();
+    for (const e of errors) {
+      const key = e.status + '\n' + (e.status === 401 ? '' : e.message);
+      if (!groups.has(key)) groups.set(key, {e, paths: []});
+      const path = String(e.url || '').replace(/^\.\.\//, '/').replace(/\?.*$/, '');
+      if (path) groups.get(key).paths.push(path);
     }
-    if (e.status === 403) {
-      return '403 Forbidden reading ' + path + ': ' + (e.message || 'your user may not read it') + '.';
+    const lines = [];
+    for (const {e, paths} of groups.values()) {
+      const what = paths.length > 1 ? paths.slice(0, -1).join(', ') + ' and ' + paths[paths.length - 1]
+                                    : paths[0] || 'the answers';
+      if (e.status === 401) {
+        lines.push('401 Unauthorized reading ' + what + ': the host did not accept the credentials. ' +
+                   'Open the page through `vkube dashboard --kubeconfig HOST.kubeconfig`, which signs ' +
+                   'its requests with the kubeconfig\'s credentials.');
+      } else if (e.status === 403) {
+        lines.push('403 Forbidden reading ' + what + ': ' + (e.message || 'this user may not read it') + '.');
+      } else if (e.status > 0) {
+        lines.push('HTTP ' + e.status + ' reading ' + what + ': ' + e.message);
+      } else if (e.status === 0) {
+        lines.push('Cannot reach the host (' + what + '): ' + (e.message || 'network error') + '.');
+      } else {
+        lines.push(e.message);
+      }
     }
-    if (e.status) return 'HTTP ' + e.status + ' reading ' + path + ': ' + e.message;
-    return 'Cannot reach the host (' + path + '): ' + (e.message || 'network error') + '.';
+    return lines.join(' ');
   }
 
   // ---- rendering: the summary ----------------------------------------------------------------
@@ -396,15 +425,17 @@
     setText('sum-idle', gpus(idle));
     setText('sum-idle-detail', pool.wholeFree + ' whole GPUs free');
     setText('sum-stranded', gpus(pool.stranded));
-    setText('sum-stranded-detail', pct(pool.stranded, idle) + ' of idle: free thousandths the waiting kinds of pods cannot use');
+    setText('sum-stranded-detail', pool.stranded > 0
+        ? pct(pool.stranded, idle) + ' of the idle capacity, in pieces too small for the pods this pool runs'
+        : 'no idle capacity is in pieces too small for the pods this pool runs');
     setText('sum-pending', gpus(pool.pending));
     setText('sum-pending-detail', pool.waiting + (pool.waiting === 1 ? ' pod waits' : ' pods wait') + ' for a place');
 
     const note = $('sim-note');
     if (pool.simulated > 0) {
       const all = pool.simulated === pool.nodes ? 'All ' + pool.nodes : pool.simulated + ' of ' + pool.nodes;
-      note.textContent = all + ' nodes are simulated. ' +
-          (pool.simNote || 'They run no containers; vkube reports their pods as running.');
+      note.textContent = all + ' nodes are simulated by vkube host: they run no containers, and ' +
+          'their pods are reported as running (label ' + SIMULATED_LABEL + '=true).';
       note.hidden = false;
     } else {
       note.hidden = true;
@@ -424,10 +455,7 @@
     const th = document.createElement('th');
     th.className = 'name';
     th.scope = 'row';
-    const sw = document.createElement('i');
-    sw.className = 'sw';
-    sw.style.background = colourOf(name);
-    th.append(sw, document.createTextNode(name));
+    th.append(swatch(name), document.createTextNode(name));
     tr.append(th);
     r = {tr, cells: {}};
     for (const c of COLUMNS) {
@@ -632,6 +660,7 @@
       nodeOrder = order;
     }
     box.classList.toggle('dense', nodes.length > 64);
+    box.classList.toggle('roomy', nodes.length <= 16);
     let empty = box.querySelector('.empty');
     if (!nodes.length && !empty) {
       empty = document.createElement('p');
@@ -659,15 +688,7 @@
     if (box.dataset.sig === sig) return;
     box.dataset.sig = sig;
     box.textContent = '';
-    for (const h of [...holders].sort()) {
-      const k = document.createElement('span');
-      k.className = 'key';
-      const sw = document.createElement('i');
-      sw.className = 'sw';
-      sw.style.background = colourOf(h);
-      k.append(sw, document.createTextNode(h));
-      box.append(k);
-    }
+    for (const h of [...holders].sort()) box.append(legendKey(h));
   }
 
   // ---- the history (kept in this page only) --------------------------------------------------
@@ -784,7 +805,9 @@
       top = y1 + GAP;
     }
     g.append(el('text', {x: L - 6, y: top + 10, class: 'ylabel'}, 'GPUs'));
-    for (const t of ticks) g.append(el('text', {x: x(t), y: top + 10, class: 'xlabel'}, clock(t).slice(0, 5)));
+    for (const t of ticks) {
+      g.append(el('text', {x: x(t), y: top + 10, class: 'xlabel'}, stepMin < 1 ? clock(t) : clock(t).slice(0, 5)));
+    }
     chart.replaceChildren(g);
   }
 
@@ -823,15 +846,7 @@
     if (box.dataset.sig === sig) return;
     box.dataset.sig = sig;
     box.textContent = '';
-    for (const name of tenantNames) {
-      const k = document.createElement('span');
-      k.className = 'key';
-      const sw = document.createElement('i');
-      sw.className = 'sw';
-      sw.style.background = colourOf(name);
-      k.append(sw, document.createTextNode(name));
-      box.append(k);
-    }
+    for (const name of tenantNames) box.append(legendKey(name));
     const hint = document.createElement('span');
     hint.className = 'key muted';
     hint.textContent = 'solid: allocated / borrowed / pending · dashed: deserved / lent';
@@ -855,8 +870,11 @@
       if (results[3].status === 'fulfilled') metrics = parseMetrics(results[3].value);
       const ns = results[2].status === 'fulfilled' ? results[2].value : {items: []};
       try {
+        const t = performance.now();
         const model = buildModel(results[0].value, results[1].value, ns, metrics);
         render(model);
+        // How long reading and drawing took, for a look at large pools (and tests).
+        document.body.dataset.renderMs = (performance.now() - t).toFixed(0);
         lastModel = model;
         if (!failed.length) document.body.dataset.ready = 'true';
       } catch (e) {
@@ -864,10 +882,7 @@
       }
     }
     if (failed.length) {
-      const seen = new Set();
-      const lines = failed.map((e) => (e.status === -1 ? e.message : describeError(e)))
-          .filter((l) => !seen.has(l) && seen.add(l));
-      err.textContent = lines.join(' ');
+      err.textContent = describeErrors(failed);
       err.hidden = false;
       document.body.classList.add('stale');
       setText('updated', lastModel ? 'Last good data ' + clock(lastGood) + ' · retrying'
