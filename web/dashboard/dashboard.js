@@ -40,8 +40,9 @@
   const clock = (t) => new Date(t).toLocaleTimeString([], {hour12: false});
 
   // ---- colours: stable per tenant for the life of the page -----------------------------------
-  const PALETTE = ['#4e79a7', '#f28e2b', '#59a14f', '#e15759', '#76b7b2', '#b07aa1', '#edc948',
-                   '#9c755f', '#ff9da7', '#3f51b5', '#7fb800', '#00838f'];
+  // Tableau 10: ten hues chosen to stay apart from each other.
+  const PALETTE = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1',
+                   '#ff9da7', '#9c755f', '#bab0ac'];
   const colours = new Map();
   const usedSlots = new Set();
   function fnv1a(s) {
@@ -281,7 +282,7 @@
         deserved: get('deserved', share.deserved || 0),
         limit: get('limit', share.limit !== undefined ? share.limit : -1),
         allocated: get('allocated', haveBooks ? 0 : (nsAlloc.get('vkube-' + name) ?? p.milli)),
-        borrowed: get('borrowed', 0),
+        borrowed: get('borrowed', 0),  // replaced below when the books are missing
         lent: get('lent', 0),
         pending: get('pending', 0),
         reclaiming: get('reclaiming', 0),
@@ -290,6 +291,10 @@
         waiting: p.waiting,
       };
     });
+
+    if (!haveBooks) {
+      for (const t of tenants) t.borrowed = Math.max(0, t.allocated - t.deserved);
+    }
 
     // The pool: the scheduler's own figures where /metrics has them, else counted here.
     let capMilli = 0, allocMilli = 0, fragMilli = 0, migGpus = 0, slicesTotal = 0, slicesUsed = 0;
@@ -604,9 +609,13 @@
     const use = document.createElement('span');
     use.className = 'node-use';
     head.append(name, use);
+    const model = document.createElement('div');
+    model.className = 'node-model';
+    model.textContent = node.model.replace(/^NVIDIA-/, '');
+    el.title = node.name + (node.model ? ' · ' + node.model : '') + (node.simulated ? ' · simulated' : '');
     const cells = document.createElement('div');
     cells.className = 'gpus';
-    el.append(head, cells);
+    el.append(head, model, cells);
     n = {el, use, cells, layout: '', gpus: new Map()};
     nodeEls.set(node.name, n);
     return n;
