@@ -40,9 +40,10 @@
   const clock = (t) => new Date(t).toLocaleTimeString([], {hour12: false});
 
   // ---- colours: stable per tenant for the life of the page -----------------------------------
-  // Tableau 10: ten hues chosen to stay apart from each other.
+  // Tableau 10 without its pink and grey (too close to its red and to idle cells): eight hues that
+  // stay apart from each other.
   const PALETTE = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1',
-                   '#ff9da7', '#9c755f', '#bab0ac'];
+                   '#9c755f'];
   const colours = new Map();
   const usedSlots = new Set();
   function fnv1a(s) {
@@ -139,10 +140,12 @@
   function labels(obj) { return (obj.metadata && obj.metadata.labels) || {}; }
 
   // The node's GPUs as the scheduler sees them (gpu::NodeGpus::of_node): the devices annotation,
-  // else nvidia.com/gpu devices plus one pseudo GPU per MIG resource, numbered from 1000.
+  // else nvidia.com/gpu devices plus one pseudo GPU per MIG resource, numbered from 1000. Under
+  // time-slicing each replica is a device of its own, so the annotation does not apply.
   function nodeGpus(node) {
     const ann = annotations(node)[DEVICES_ANNOTATION];
-    if (ann) {
+    const replicas = parseInt(labels(node)['nvidia.com/gpu.replicas'] || '1', 10) || 1;
+    if (ann && replicas <= 1) {
       try {
         const list = JSON.parse(ann).gpus;
         if (Array.isArray(list) && list.length) {
@@ -194,14 +197,15 @@
     return out;
   }
 
-  // Thousandths of compute a MIG profile takes: "3g.40gb" is 3 of the GPU's 7 compute slices
-  // (4 on an A30).
+  // How much of its GPU a MIG profile takes, in compute slices: "3g.40gb" is 3 of an A100's 7.
   function migWidth(profile) {
     const m = /^(\d+)g/.exec(profile);
     return m ? parseInt(m[1], 10) : 1;
   }
 
-  function buildModel(nodeList, podList, nsList, metrics) {
+  // Namespace -> tenant (label vkube.io/tenant, else the name vkube-NAME), and each tenant's share
+  // as its namespace's annotation states it.
+  function readNamespaces(nsList) {
     const nsTenant = new Map();
     const tenantShare = new Map();
     for (const ns of nsList.items || []) {
@@ -211,8 +215,10 @@
       nsTenant.set(name, t);
       tenantShare.set(t, parseShare(annotations(ns)[SHARE_ANNOTATION]));
     }
-    const tenantOfNs = (ns) => nsTenant.get(ns) || (ns.startsWith('vkube-') ? ns.slice(6) : null);
+    return {nsTenant, tenantShare};
+  }
 
+  function readNodes(nodeList) {
     const nodes = [];
     const byName = new Map();
     for (const n of nodeList.items || []) {
@@ -227,7 +233,13 @@
       byName.set(node.name, node);
     }
     nodes.sort((a, b) => a.name.localeCompare(b.name, undefined, {numeric: true}));
+    return {nodes, byName};
+  }
 
+  // Puts every pod's devices on its node's GPUs; returns per holder (a tenant, else the namespace)
+  // the pods running with GPUs and those waiting, and the number of waiting pods.
+  function readPods(podList, byName, nsTenant) {
+    const tenantOfNs = (ns) => nsTenant.get(ns) || (ns.startsWith('vkube-') ? ns.slice(6) : null);
     // Per holder (a tenant, else the namespace): pods running with GPUs and pods waiting.
     const pods = new Map();
     const count = (holder, key) => {
@@ -263,8 +275,12 @@
         if (g) g.slices.set(s.slice, {holder, tenant, profile: s.profile});
       }
     }
+    return {pods, waiting};
+  }
 
-    // Tenants: those the namespaces name and those the scheduler's books report.
+  // Tenants: those the namespaces name and those the scheduler's books report; the books' figures
+  // where /metrics has them, else what the namespaces and pods say.
+  function readTenants(metrics, nsTenant, tenantShare, pods) {
     const M = (name) => metricBy(metrics, 'vkube_tenant_gpu_' + name + '_milli', 'tenant');
     const book = {deserved: M('deserved'), limit: M('limit'), allocated: M('allocated'),
                   borrowed: M('borrowed'), lent: M('lent'), pending: M('pending'),
@@ -295,8 +311,11 @@
     if (!haveBooks) {
       for (const t of tenants) t.borrowed = Math.max(0, t.allocated - t.deserved);
     }
+    return tenants;
+  }
 
-    // The pool: the scheduler's own figures where /metrics has them, else counted here.
+  // The pool: the scheduler's own figures where /metrics has them, else counted here.
+  function readPool(metrics, nodes, tenants, waiting) {
     let capMilli = 0, allocMilli = 0, fragMilli = 0, migGpus = 0, slicesTotal = 0, slicesUsed = 0;
     let wholeFree = 0;
     const models = new Map();
@@ -316,7 +335,7 @@
         if (held === 0) wholeFree++;
       }
     }
-    const pool = {
+    return {
       nodes: nodes.length,
       simulated: nodes.filter((n) => n.simulated).length,
       capacity: metricSum(metrics, 'vkube_cluster_gpu_capacity_milli') ?? capMilli,
@@ -326,7 +345,14 @@
       waiting: metrics.has('scheduler_pending_pods') ? metricSum(metrics, 'scheduler_pending_pods') : waiting,
       migGpus, slicesTotal, slicesUsed, wholeFree, models,
     };
-    return {nodes, tenants, pool};
+  }
+
+  function buildModel(nodeList, podList, nsList, metrics) {
+    const {nsTenant, tenantShare} = readNamespaces(nsList);
+    const {nodes, byName} = readNodes(nodeList);
+    const {pods, waiting} = readPods(podList, byName, nsTenant);
+    const tenants = readTenants(metrics, nsTenant, tenantShare, pods);
+    return {nodes, tenants, pool: readPool(metrics, nodes, tenants, waiting)};
   }
 
   // ---- fetching ------------------------------------------------------------------------------
