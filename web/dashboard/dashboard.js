@@ -767,10 +767,10 @@
     const W = Math.max(480, box.clientWidth || 900);
     const L = 52, R = 16, TITLE = 18, GAP = 14;
     const panels = [
-      {key: 'pool', title: 'Pool: allocated (area) of capacity (dashed), stranded (orange)', h: 84},
-      {key: 'alloc', title: 'Allocated per tenant (solid) against its deserved share (dashed)', h: 170},
-      {key: 'borrow', title: 'Borrowed (above 0) and lent (below 0)', h: 110},
-      {key: 'pending', title: 'Pending demand', h: 84},
+      {key: 'pool', title: 'Pool: GPUs allocated (area) of capacity (dashed), stranded (orange)', h: 84},
+      {key: 'alloc', title: 'GPUs allocated per tenant (solid) against its deserved share (dashed)', h: 170},
+      {key: 'borrow', title: 'GPUs borrowed (above 0) and lent (below 0)', h: 110},
+      {key: 'pending', title: 'Pending demand (GPUs)', h: 84},
     ];
     const H = panels.reduce((s, p) => s + TITLE + p.h + GAP, 0) + 22;
     chart.setAttribute('viewBox', '0 0 ' + W + ' ' + H);
@@ -839,7 +839,6 @@
       for (const s of series) drawSeries(g, s, x, y, lo);
       top = y1 + GAP;
     }
-    g.append(el('text', {x: L - 6, y: top + 10, class: 'ylabel'}, 'GPUs'));
     for (const t of ticks) {
       g.append(el('text', {x: x(t), y: top + 10, class: 'xlabel'}, stepMin < 1 ? clock(t) : clock(t).slice(0, 5)));
     }
