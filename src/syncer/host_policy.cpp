@@ -5,6 +5,8 @@
 #include <cctype>
 #include <set>
 
+#include "host_policy_nodes.h"
+
 namespace vkube::syncer {
 
 namespace {
@@ -74,6 +76,9 @@ bool tolerated(const HostPolicy& p, const std::string& key, const std::string& o
 }
 
 bool node_key_allowed(const HostPolicy& p, const std::string& key) {
+  // The operator's own keys: every host pod already requires its value, so
+  // the tenant's terms on them can only narrow the slice.
+  if (p.node_selector.count(key)) return true;
   if (key == kHostnameLabel) return false;
   return std::any_of(p.node_label_keys.begin(), p.node_label_keys.end(), [&](const std::string& k) {
     return !k.empty() && k.back() == '*'
@@ -350,8 +355,19 @@ std::vector<PolicyViolation> pod_violations(const HostPolicy& policy, const json
           true);
   c.tolerations(sub(spec, "tolerations"));
   if (const json& sel = sub(spec, "nodeSelector"); sel.is_object())
-    for (auto it = sel.begin(); it != sel.end(); ++it)
-      c.node_key("nodeSelector[" + it.key() + "]", it.key());
+    for (auto it = sel.begin(); it != sel.end(); ++it) {
+      const std::string field = "nodeSelector[" + it.key() + "]";
+      auto enforced = policy.node_selector.find(it.key());
+      if (enforced == policy.node_selector.end())
+        c.node_key(field, it.key());
+      else if (!it->is_string() || it->get<std::string>() != enforced->second)
+        // As kube's PodNodeSelector admission refuses a pod that conflicts
+        // with its namespace's selector; the host copy gets the operator's.
+        c.add(field,
+              (it->is_string() ? "\"" + it->get<std::string>() + "\" " : std::string()) +
+                  "conflicts with the tenant's node selector: its pods run only on its own nodes",
+              node_selector_text(policy.node_selector), true);
+    }
   c.affinity(sub(spec, "affinity"));
   if (const json& tsc = sub(spec, "topologySpreadConstraints"); tsc.is_array())
     for (size_t i = 0; i < tsc.size(); ++i)
@@ -396,6 +412,8 @@ Status apply_pod_policy(const HostPolicy& policy, json& host_pod) {
   spec.erase("priority");
   spec.erase("priorityClassName");
   if (!policy.priority_class.empty()) spec["priorityClassName"] = policy.priority_class;
+  // The tenant's slice: its own entries of other keys stay and narrow it.
+  for (const auto& [k, v] : policy.node_selector) spec["nodeSelector"][k] = v;
   return Status::ok();
 }
 
@@ -422,14 +440,16 @@ bool tenant_only_service(const json& service) {
 Status merge_policy_file(const json& doc, HostPolicy& policy) {
   if (doc.is_null()) return Status::ok();
   if (!doc.is_object()) return Status::invalid("the host policy must be a mapping");
-  static const std::set<std::string> kKeys = {"allowedTolerations", "allowedNodeSelectorKeys",
+  static const std::set<std::string> kKeys = {"allowedTolerations",    "allowedNodeSelectorKeys",
                                               "allowedRuntimeClasses", "allowedServiceTypes",
-                                              "allowedVolumeTypes"};
+                                              "allowedVolumeTypes",    "nodeSelector"};
   for (auto it = doc.begin(); it != doc.end(); ++it)
     if (!kKeys.count(it.key()))
       return Status::invalid("unknown field \"" + it.key() + "\" (known: allowedTolerations, " +
                              "allowedNodeSelectorKeys, allowedRuntimeClasses, " +
-                             "allowedServiceTypes, allowedVolumeTypes)");
+                             "allowedServiceTypes, allowedVolumeTypes, nodeSelector)");
+  if (auto it = doc.find("nodeSelector"); it != doc.end())
+    VKUBE_RETURN_IF_ERROR(merge_node_selector(*it, policy));
   if (auto it = doc.find("allowedTolerations"); it != doc.end()) {
     if (!it->is_array()) return Status::invalid("allowedTolerations: must be a list");
     std::vector<TolerationRule> rules;

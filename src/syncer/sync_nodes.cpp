@@ -1,6 +1,6 @@
 // Virtual nodes: the tenant sees each host node its pods run on, with that
 // node's capacity, GPUs and GPU labels, and no longer once none of its pods
-// is there.
+// is there; with the operator's node selector, every node of its slice.
 #include "syncer_impl.h"
 #include "vkube/common/dial_policy.h"
 #include "vkube/gpu/node_spec.h"
@@ -46,7 +46,8 @@ Status SyncerImpl::reconcile_node(const std::string& name) {
                                                     .value(kVirtualLabel, "") == "true";
   if (tenant && !virtual_node_there) return Status::ok();  // the tenant's own Node object
 
-  if (!host || node_users(name) == 0) {
+  // A dedicated tenant sees its whole slice, used or not.
+  if (!host || (node_users(name) == 0 && !node_in_slice(o_.host_policy, *host))) {
     if (!tenant) return Status::ok();
     json options = {{"apiVersion", "v1"},
                     {"kind", "DeleteOptions"},

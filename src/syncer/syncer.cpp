@@ -268,7 +268,9 @@ void SyncerImpl::attach(apiserver::ApiServer& tenant, controllers::Informers& in
     if (e.type != controllers::EventType::kDeleted) events.queue.add(e.key);
   });
   h_nodes->informer.on_event([this](const controllers::ObjectEvent& e) {
-    if (node_users(e.key) > 0 || t_nodes->get(e.key)) nodes.queue.add(e.key);
+    if (node_users(e.key) > 0 || t_nodes->get(e.key) ||
+        (e.object && node_in_slice(o_.host_policy, *e.object)))
+      nodes.queue.add(e.key);
   });
   // The host is listed while the tenant starts: the two overlap.
   bootstrap_ = std::thread([this] { bootstrap(); });

@@ -8,7 +8,9 @@
 //
 //   injected  schedulerName, scheduler/queue labels, priorityClassName: the
 //             operator's (--host-scheduler-name, --host-pod-labels,
-//             --host-priority-class), never the tenant's
+//             --host-priority-class), never the tenant's; nodeSelector
+//             entries (--host-node-selector): the tenant's slice of nodes,
+//             which its own selector and node affinity can only narrow
 //   stripped  tenant labels and annotations of host schedulers and queues
 //             (kai.scheduler/, kueue.x-k8s.io/, volcano.sh/, ...)
 //   allowed   tolerations, node label keys (nodeSelector, node affinity,
@@ -58,6 +60,9 @@ struct HostPolicy {
   std::string scheduler_name;                 // empty: the host's default scheduler
   std::map<std::string, std::string> labels;  // e.g. {"kai.scheduler/queue": "team-a"}
   std::string priority_class;                 // empty: none
+  // The tenant's slice of host nodes: set in every host pod's nodeSelector,
+  // over the tenant's value of the same key (e.g. {"vkube.io/team": "a"}).
+  std::map<std::string, std::string> node_selector;
   // Allowed.
   std::vector<TolerationRule> tolerations = default_toleration_rules();
   std::vector<std::string> node_label_keys = default_node_label_keys();
@@ -110,10 +115,22 @@ bool tenant_only_service(const nlohmann::json& service);
 
 // From the operator's YAML (as JSON): allowedTolerations (strings
 // "key[=value][:effect]" or {key, value, effect}), allowedNodeSelectorKeys,
-// allowedRuntimeClasses, allowedServiceTypes; a list left out keeps the
+// allowedRuntimeClasses, allowedServiceTypes, nodeSelector (a mapping of
+// label keys to values); a list left out keeps the
 // default; unknown keys are refused (a typo must not widen nothing
 // silently). kInvalid naming the field.
 Status merge_policy_file(const nlohmann::json& doc, HostPolicy& policy);
+
+// Whether `node` (a host Node) is in the tenant's slice: the policy has a
+// node selector and the node's labels match every entry of it.
+bool node_in_slice(const HostPolicy& policy, const nlohmann::json& node);
+
+// "k=v,k2=v2": a node selector in its flag form (the empty map: "").
+std::string node_selector_text(const std::map<std::string, std::string>& selector);
+
+// The flag form of a node selector, key=value,...: keys and values checked
+// as kube checks label keys and values. kInvalid naming the entry.
+Result<std::map<std::string, std::string>> parse_node_selector(std::string_view text);
 
 // The flag forms: comma-separated; "none" is the empty list.
 Result<std::vector<TolerationRule>> parse_toleration_rules(std::string_view text);
