@@ -83,6 +83,10 @@ Plan make_plan(const std::vector<TracePod>& pods, const std::vector<TraceNode>& 
 // vkube.io/team=<its team>.
 std::string node_config_yaml(const Plan& plan);
 
+// A few lines describing the plan: window, scale, pods, mean demand and
+// deserved GPUs per team, the nodes.
+void print_plan(std::FILE* out, const Plan& plan);
+
 // --- a replay's record ---
 
 struct Sample {
