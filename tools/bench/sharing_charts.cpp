@@ -186,7 +186,9 @@ std::string allocation_svg(const Plan& plan, const RunResult& run, const Summary
   double deserved = 0;
   for (size_t k = 0; k < teams; ++k) {
     deserved += (k < plan.deserved_milli.size() ? plan.deserved_milli[k] : 0) / 1000.0;
-    svg.line(x0, Y(deserved), x1, Y(deserved), team_colour(k), 1.2, "6 4");
+    // A white halo keeps the dashes visible over the team's own colour.
+    svg.line(x0, Y(deserved), x1, Y(deserved), "#FFFFFF", 3, "6 4");
+    svg.line(x0, Y(deserved), x1, Y(deserved), team_colour(k), 1.5, "6 4");
   }
   if (!samples.empty()) {
     std::string capacity, demand;

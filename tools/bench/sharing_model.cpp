@@ -177,8 +177,11 @@ Plan make_plan(const std::vector<TracePod>& pods, const std::vector<TraceNode>& 
   plan.options.teams = teams;
   const double start = options.from_day * kDay, window = options.days * kDay;
   const double end = start + window;
-  plan.scale = window / options.seconds;
   for (int k = 0; k < teams; ++k) plan.teams.push_back(team_name(k));
+  plan.mean_demand_gpus.assign(teams, 0);
+  plan.deserved_milli.assign(teams, 0);
+  if (!(options.seconds > 0) || !(options.days > 0)) return plan;  // nothing to replay
+  plan.scale = window / options.seconds;
 
   std::vector<bool> wide_pod(teams, false);  // has a pod of more than 2 GPUs
   for (const TracePod& p : pods) {
@@ -215,7 +218,6 @@ Plan make_plan(const std::vector<TracePod>& pods, const std::vector<TraceNode>& 
 
   // Time-averaged demand over the replay as it will run: a pod asks for its
   // GPUs from its arrival until its run ends or the replay does.
-  plan.mean_demand_gpus.assign(teams, 0);
   for (const Arrival& a : plan.arrivals) {
     const double held = std::min(a.at_s + a.run_s, options.seconds) - a.at_s;
     plan.mean_demand_gpus[a.team] += static_cast<double>(a.gpu_milli()) / 1000 * held;
@@ -236,7 +238,7 @@ Plan make_plan(const std::vector<TracePod>& pods, const std::vector<TraceNode>& 
                             s.gpus, s.cpu_milli, s.memory_mib, k});
       gpus += s.gpus;
     }
-    plan.deserved_milli.push_back(1000 * gpus);
+    plan.deserved_milli[k] = 1000 * gpus;
   }
   return plan;
 }

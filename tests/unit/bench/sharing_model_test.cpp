@@ -190,6 +190,16 @@ TEST_CASE("slices: G2 nodes of 8 GPUs, then T4 nodes of 2; a wide pod gets a G2"
   CHECK(plan.deserved_milli[0] == 2000);
 }
 
+TEST_CASE("an empty window plans teams and nothing else", "[sharing-model]") {
+  Options o;
+  o.seconds = 0;
+  const Plan plan = make_plan(trace().pods, trace().nodes, o);
+  CHECK(plan.teams.size() == 4);
+  CHECK(plan.arrivals.empty());
+  CHECK(plan.deserved_milli == std::vector<int64_t>(4, 0));
+  CHECK(plan.nodes.empty());
+}
+
 TEST_CASE("pods outside the window and CPU-only pods are left out", "[sharing-model]") {
   Options o;
   o.teams = 1;
