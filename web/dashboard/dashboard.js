@@ -454,7 +454,7 @@
         (pool.capacity > 0 ? Math.min(100, (100 * pool.allocated) / pool.capacity) : 0) + '%';
     const idle = Math.max(0, pool.capacity - pool.allocated);
     setText('sum-idle', gpus(idle));
-    setText('sum-idle-detail', pool.wholeFree + ' whole GPUs free');
+    setText('sum-idle-detail', pool.wholeFree + (pool.wholeFree === 1 ? ' whole GPU free' : ' whole GPUs free'));
     setText('sum-stranded', gpus(pool.stranded));
     setText('sum-stranded-detail', pool.stranded > 0
         ? pct(pool.stranded, idle) + ' of the idle capacity, in pieces too small for the pods this pool runs'
