@@ -64,6 +64,7 @@ struct PolicyFlags {
   std::string* node_keys;
   std::string* runtime_classes;
   std::string* service_types;
+  std::string* node_selector;
 };
 
 PolicyFlags add_policy_flags(FlagSet& f) {
@@ -71,7 +72,7 @@ PolicyFlags add_policy_flags(FlagSet& f) {
   p.file = &f.add_string(
       "host-policy-file", "",
       "the operator's host policy (YAML: allowedTolerations, allowedNodeSelectorKeys, "
-      "allowedRuntimeClasses, allowedServiceTypes); the --allowed-* flags override it");
+      "allowedRuntimeClasses, allowedServiceTypes, nodeSelector); the flags override it");
   p.tolerations = &f.add_string(
       "allowed-tolerations", "",
       "taints tenant pods may tolerate, key[=value][:effect],... or none (default: the "
@@ -86,6 +87,10 @@ PolicyFlags add_policy_flags(FlagSet& f) {
       "allowed-service-types", "",
       "Service types copied to the host: ClusterIP, NodePort, LoadBalancer (default: ClusterIP; "
       "ExternalName stays in the tenant)");
+  p.node_selector = &f.add_string(
+      "host-node-selector", "",
+      "the tenant's slice of host nodes, key=value,...: set in every host pod's nodeSelector "
+      "(over the tenant's value of the same key); its virtual nodes are the slice's nodes");
   return p;
 }
 
@@ -117,6 +122,8 @@ Result<syncer::HostPolicy> host_policy(const PolicyFlags& f) {
                              syncer::parse_runtime_classes, p.runtime_classes));
   VKUBE_RETURN_IF_ERROR(flag("allowed-service-types", *f.service_types, syncer::parse_service_types,
                              p.service_types));
+  VKUBE_RETURN_IF_ERROR(
+      flag("host-node-selector", *f.node_selector, syncer::parse_node_selector, p.node_selector));
   return p;
 }
 

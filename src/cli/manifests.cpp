@@ -125,6 +125,7 @@ Result<std::vector<json>> tenant_objects(std::string_view yaml, const TenantSpec
       set_flag(args, "allowed-node-selector-keys", spec.allowed_node_selector_keys);
       set_flag(args, "allowed-runtime-classes", spec.allowed_runtime_classes);
       set_flag(args, "allowed-service-types", spec.allowed_service_types);
+      set_flag(args, "host-node-selector", spec.host_node_selector);
       set_flag(args, "service-cluster-ip-range", spec.service_cidr);
       set_flag(args, "host-scheduler-name", spec.host_scheduler_name);
       set_flag(args, "host-pod-labels", spec.host_pod_labels);

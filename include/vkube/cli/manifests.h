@@ -45,6 +45,9 @@ struct TenantSpec {
   std::string allowed_node_selector_keys;
   std::string allowed_runtime_classes;
   std::string allowed_service_types;
+  // The tenant's slice of host nodes, key=value,... (`vkube create
+  // --node-selector`; serve's --host-node-selector); empty: every node.
+  std::string host_node_selector;
   // The tenant's --service-cluster-ip-range (empty: vkube serve's default).
   std::string service_cidr;
   // What its syncer injects into every host pod (--host-scheduler-name,
