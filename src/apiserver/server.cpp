@@ -59,6 +59,11 @@ void Server::add_metrics_source(std::function<std::string()> render) {
   metrics_sources_.push_back(std::move(render));
 }
 
+void Server::serve_path(std::string prefix, http::Handler handler) {
+  std::lock_guard lock(metrics_sources_mu_);
+  path_handlers_.emplace_back(std::move(prefix), std::move(handler));
+}
+
 std::string Server::render_metrics() {
   std::vector<std::function<std::string()>> sources;
   {
@@ -310,6 +315,14 @@ http::Response Server::route(http::Request& req, const RequestInfo& info, const 
                                 "/openapi/v3", "/readyz", "/version"});
       return json_response(200, {{"paths", paths}});
     }
+    http::Handler served;
+    {
+      std::lock_guard lock(metrics_sources_mu_);
+      for (const auto& [prefix, handler] : path_handlers_)
+        if (req.path == prefix || (req.path.starts_with(prefix) && req.path[prefix.size()] == '/'))
+          served = handler;
+    }
+    if (served) return served(req);
     return error_response(Status::not_found("the server could not find the requested resource"));
   }
 

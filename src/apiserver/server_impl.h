@@ -47,6 +47,7 @@ class Server final : public ApiServer {
   void shutdown() override;
   Status ensure_bootstrap_policy() override;
   void add_metrics_source(std::function<std::string()> render) override;
+  void serve_path(std::string prefix, http::Handler handler) override;
   void set_pod_connector(std::shared_ptr<PodConnector> connector) override {
     std::lock_guard lock(pod_connector_mu_);
     pod_connector_ = std::move(connector);
@@ -108,6 +109,8 @@ class Server final : public ApiServer {
   std::shared_ptr<InflightLimiter> limiter_;  // shared with the leases of answers in flight
   std::mutex metrics_sources_mu_;
   std::vector<std::function<std::string()>> metrics_sources_;  // guarded by metrics_sources_mu_
+  // serve_path's handlers (prefix, handler); guarded by metrics_sources_mu_.
+  std::vector<std::pair<std::string, http::Handler>> path_handlers_;
   std::mutex pod_connector_mu_;
   std::shared_ptr<PodConnector> pod_connector_;  // guarded by pod_connector_mu_
   std::shared_ptr<MetricsProvider> metrics_provider_;  // guarded by pod_connector_mu_

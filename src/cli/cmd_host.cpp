@@ -12,6 +12,7 @@
 #include "vkube/common/dial_policy.h"
 #include "vkube/common/log.h"
 #include "vkube/common/memory.h"
+#include "vkube/dashboard/dashboard.h"
 #include "vkube/gpu/node_spec.h"
 #include "vkube/nodesim/simulator.h"
 #include "vkube/scheduler/scheduler.h"
@@ -219,6 +220,14 @@ int run_host(const Args& args) {
                             sim = nodesim::Simulator::create(api, inf, std::move(no));
                           },
                           [&] { return sim->start(); }, [&] { sim->stop(); }});
+  // The GPU-pool page at /dashboard/, behind the API's authentication and RBAC.
+  apiserver::ApiServer* api_server = nullptr;
+  o.components.push_back({"dashboard", nullptr,
+                          [&](apiserver::ApiServer& api, controllers::Informers&) {
+                            dashboard::serve(api);
+                            api_server = &api;
+                          },
+                          [&] { return dashboard::ensure_viewer_policy(*api_server); }, nullptr});
   auto tenant = Tenant::start(o);
   if (!tenant.is_ok()) return fail(tenant.status().message());
   double ms =

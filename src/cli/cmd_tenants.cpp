@@ -16,6 +16,7 @@
 #include <tuple>
 
 #include "command.h"
+#include "host_connect.h"
 #include "kinds.h"
 #include "tenant_queues.h"
 #include "tenant_sync.h"
@@ -39,68 +40,6 @@ using hostclient::Client;
 
 constexpr const char* kSecret = "vkube-kubeconfig";
 constexpr const char* kControlPlane = "vkube.io/component=control-plane";
-
-struct HostFlags {
-  std::string* kubeconfig;
-  std::string* context;
-  std::string* data_dir;
-};
-
-HostFlags add_host_flags(FlagSet& f) {
-  return {&f.add_string("kubeconfig", "",
-                        "the host cluster's kubeconfig (default: $VKUBE_HOST_KUBECONFIG, else "
-                        "DATA-DIR/host/admin.kubeconfig of `vkube up`, else $KUBECONFIG, else "
-                        "the in-cluster account, else ~/.kube/config)"),
-          &f.add_string("context", "", "context in the kubeconfig (default: current)"),
-          &f.add_string("data-dir", "vkube-data", "the state directory of `vkube up`")};
-}
-
-struct Host {
-  std::unique_ptr<Client> client;
-  std::string source;    // where its configuration came from
-  std::string data_dir;  // the `vkube up` directory it belongs to, if any
-};
-
-bool readable(const std::string& path) {
-  return !path.empty() && access(path.c_str(), R_OK) == 0;
-}
-
-Result<Host> connect_host(const HostFlags& f) {
-  Host h;
-  std::string path = *f.kubeconfig;
-  const std::string up = *f.data_dir + "/host/admin.kubeconfig";
-  if (path.empty() && std::getenv("VKUBE_HOST_KUBECONFIG"))
-    path = std::getenv("VKUBE_HOST_KUBECONFIG");
-  if (path.empty() && readable(up)) {
-    path = up;
-    h.data_dir = *f.data_dir;
-  }
-  if (path.empty() && std::getenv("KUBECONFIG")) {
-    path = std::getenv("KUBECONFIG");
-    path = path.substr(0, path.find(':'));
-  }
-  Result<hostclient::Config> config = Status::ok();
-  if (path.empty() && std::getenv("KUBERNETES_SERVICE_HOST")) {
-    config = hostclient::in_cluster();
-    h.source = "the in-cluster service account";
-  } else {
-    if (path.empty() && std::getenv("HOME"))
-      path = std::string(std::getenv("HOME")) + "/.kube/config";
-    if (!readable(path))
-      return Status::invalid(
-          "no host cluster: give --kubeconfig, set KUBECONFIG, or start one with `vkube up`");
-    config = hostclient::from_kubeconfig(path, *f.context);
-    h.source = path;
-  }
-  if (!config.is_ok()) return config.status();
-  hostclient::Options o;
-  o.user_agent = "vkube-cli";
-  o.retry_for = std::chrono::seconds(5);
-  auto client = Client::create(std::move(config).value(), o);
-  if (!client.is_ok()) return client.status();
-  h.client = std::move(client).value();
-  return h;
-}
 
 std::string str_at(const json& v, std::initializer_list<const char*> path) {
   const json* p = &v;
@@ -473,10 +412,6 @@ int run_create(const Args& args) {
   std::string& service_types =
       flags.add_string("allowed-service-types", "",
                        "the host policy: Service types copied to the host (default ClusterIP)");
-  std::string& node_selector = flags.add_string(
-      "node-selector", "",
-      "the host policy: the tenant's slice of host nodes, key=value,...; every pod of the tenant "
-      "runs only on nodes with these labels (its own selector may only narrow it)");
   std::string& service_cidr = flags.add_string(
       "service-cluster-ip-range", "",
       "the tenant's Service range, an IPv4 CIDR as kube-apiserver's flag (default 10.96.0.0/12)");
@@ -514,8 +449,6 @@ int run_create(const Args& args) {
         std::tuple{"allowed-service-types", &service_types, &syncer::parse_service_types}})
     if (auto v = parse(*text); !v.is_ok())
       return fail(std::string("--") + flag + ": " + v.status().message());
-  auto slice = syncer::parse_node_selector(node_selector);
-  if (!slice.is_ok()) return fail("--node-selector: " + slice.status().message());
 
   auto queue_mode = gpu::parse_host_queue_mode(host_queues);
   if (!queue_mode.is_ok()) return fail(queue_mode.status().message());
@@ -537,7 +470,6 @@ int run_create(const Args& args) {
   spec.allowed_node_selector_keys = node_keys;
   spec.allowed_runtime_classes = runtime_classes;
   spec.allowed_service_types = service_types;
-  spec.host_node_selector = syncer::node_selector_text(*slice);
   spec.unsandboxed_local_pods = unsandboxed;
   if (Status st = prepare_tenant_queues(c, *queue_mode, spec); !st.is_ok())
     return fail(st.message());

@@ -47,6 +47,7 @@ int run_list(const Args& args);
 int run_delete(const Args& args);
 int run_share(const Args& args);
 int run_connect(const Args& args);
+int run_dashboard(const Args& args);
 int run_workload(const Args& args);
 
 // Blocks SIGINT/SIGTERM in every thread started after it (call first), and

@@ -25,6 +25,7 @@ const std::vector<Command>& commands() {
       {"connect", "Print or write a tenant's kubeconfig", run_connect},
       {"delete", "Delete a tenant from its host cluster", run_delete},
       {"share", "Set a tenant's share of the host's GPU pool (deserved, limit, weight)", run_share},
+      {"dashboard", "Serve the GPU-pool dashboard of a host cluster on this machine", run_dashboard},
       {"version", "Print the vkube version", run_version},
       {"backup", "Copy a store to a backup directory, online", run_backup},
       {"restore", "Restore a store from a backup directory", run_restore},

@@ -155,6 +155,14 @@ class ApiServer {
   // must outlive the server or stop being used before it goes. Thread-safe.
   virtual void add_metrics_source(std::function<std::string()> render) = 0;
 
+  // Serves `prefix` and the paths below it ("/dashboard", "/dashboard/...")
+  // outside the Kubernetes API, as /metrics is served: requests pass
+  // authentication (anonymous: 401) and RBAC as non-resource URLs, then
+  // `handler` answers them on a request thread (it must not throw). Paths the
+  // server itself serves are not offered. Thread-safe; `handler` is kept for
+  // the server's lifetime.
+  virtual void serve_path(std::string prefix, http::Handler handler) = 0;
+
   // Creates the bootstrap RBAC policy objects that are missing (kube's
   // rbac/bootstrap-roles post-start hook): cluster-admin (bound to group
   // system:masters), admin, edit, view, system:discovery, system:basic-user
