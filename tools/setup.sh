@@ -43,6 +43,8 @@ for p in "${packages[@]}"; do
 done
 # Node.js may come from elsewhere (with its own npm); Debian's otherwise.
 command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
+# The dashboard's browser test (tests/e2e/dashboard_test.cpp) runs headless Chromium.
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}"
   sudo=""
