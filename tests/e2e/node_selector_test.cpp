@@ -138,4 +138,21 @@ TEST_CASE("a dedicated tenant's pods run only on its slice of nodes, which it se
   CHECK(tenant_nodes() == kTeamA);
 }
 
+TEST_CASE("the tenant chart renders hostPolicy.nodeSelector as --host-node-selector",
+          "[e2e][node-selector][helm]") {
+  Cluster c(Cluster::Serve{});
+  const std::string chart = std::string(VKUBE_SOURCE_DIR) + "/manifests/vkube-tenant";
+  Result r = helm(c, {"template", "x", chart, "--set", "hostPolicy.nodeSelector.vkube\\.io/team=a",
+                      "--set", "hostPolicy.nodeSelector.zone=z1"});
+  INFO(r);
+  REQUIRE_THAT(r, Succeeded());
+  CHECK(r.out.find("- \"--host-node-selector=vkube.io/team=a,zone=z1\"") != std::string::npos);
+  // A value no node label can have is refused by the chart's schema.
+  CHECK_THAT(helm(c, {"template", "x", chart, "--set", "hostPolicy.nodeSelector.zone=a b"}),
+             FailedWith("hostPolicy.nodeSelector.zone"));
+  // No selector: no flag (every node).
+  Result plain = helm(c, {"template", "x", chart});
+  CHECK(plain.out.find("--host-node-selector") == std::string::npos);
+}
+
 }  // namespace vkube::e2e
