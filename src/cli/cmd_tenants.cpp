@@ -412,6 +412,10 @@ int run_create(const Args& args) {
   std::string& service_types =
       flags.add_string("allowed-service-types", "",
                        "the host policy: Service types copied to the host (default ClusterIP)");
+  std::string& node_selector = flags.add_string(
+      "node-selector", "",
+      "the host policy: the tenant's slice of host nodes, key=value,...; every pod of the tenant "
+      "runs only on nodes with these labels (its own selector may only narrow it)");
   std::string& service_cidr = flags.add_string(
       "service-cluster-ip-range", "",
       "the tenant's Service range, an IPv4 CIDR as kube-apiserver's flag (default 10.96.0.0/12)");
@@ -449,6 +453,8 @@ int run_create(const Args& args) {
         std::tuple{"allowed-service-types", &service_types, &syncer::parse_service_types}})
     if (auto v = parse(*text); !v.is_ok())
       return fail(std::string("--") + flag + ": " + v.status().message());
+  auto slice = syncer::parse_node_selector(node_selector);
+  if (!slice.is_ok()) return fail("--node-selector: " + slice.status().message());
 
   auto queue_mode = gpu::parse_host_queue_mode(host_queues);
   if (!queue_mode.is_ok()) return fail(queue_mode.status().message());
@@ -470,6 +476,7 @@ int run_create(const Args& args) {
   spec.allowed_node_selector_keys = node_keys;
   spec.allowed_runtime_classes = runtime_classes;
   spec.allowed_service_types = service_types;
+  spec.host_node_selector = syncer::node_selector_text(*slice);
   spec.unsandboxed_local_pods = unsandboxed;
   if (Status st = prepare_tenant_queues(c, *queue_mode, spec); !st.is_ok())
     return fail(st.message());
