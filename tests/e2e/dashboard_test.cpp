@@ -317,6 +317,30 @@ TEST_CASE("the GPU dashboard in headless Chromium shows each tenant's GPUs, the 
     CHECK(curl(host, {"-H", "Host: rebound.example.com:" + m[2].str()}, base + "/api/v1/pods")
               .first == "403");
   }
+
+  {  // A host user whose RBAC does not let it list pods sees the page say so, and no numbers.
+    Spawn c = s;
+    c.argv = {VKUBE_BINARY,   "dashboard",
+              "--kubeconfig", host.token_kubeconfig("carol", "carol-token"),
+              "--listen",     "127.0.0.1:0"};
+    c.out_path = host.dir() + "/dashboard-carol.out";
+    c.err_path = host.dir() + "/dashboard-carol.err";
+    Process carol(c);
+    REQUIRE(carol.wait_for_out("/dashboard/\n", seconds(20)));
+    std::smatch cm;
+    const std::string carol_line = carol.out();
+    REQUIRE(std::regex_search(carol_line, cm, std::regex(R"(http://127\.0\.0\.1:\d+/dashboard/)")));
+    Result dump = chromium(host, {"--dump-dom"}, cm[0].str());
+    INFO(dump);
+    REQUIRE(dump.exit_code == 0);
+    std::smatch em;
+    REQUIRE(
+        std::regex_search(dump.out, em, std::regex(R"((<p[^>]*\bid="error"[^>]*>)([^<]*)</p>)")));
+    CHECK(em[1].str().find("hidden") == std::string::npos);
+    CHECK_THAT(em[2].str(), Catch::Contains("403"));
+    auto rows = where(start_tags(dump.out), [](const Tag& t) { return t.has_class("tenant-row"); });
+    CHECK(rows.empty());
+  }
 }
 
 }  // namespace
