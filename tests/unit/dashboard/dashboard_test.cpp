@@ -49,10 +49,13 @@ TEST_CASE("every file of web/dashboard is in the binary as it is in the tree", "
     CHECK(asset->bytes == text.str());
   }
   CHECK(assets().size() == files);
-  REQUIRE(find_asset("index.html") != nullptr);
-  CHECK(find_asset("index.html")->content_type == "text/html; charset=utf-8");
-  CHECK(find_asset("dashboard.js")->content_type == "text/javascript; charset=utf-8");
-  CHECK(find_asset("dashboard.css")->content_type == "text/css; charset=utf-8");
+  for (auto [name, type] : {std::pair{"index.html", "text/html; charset=utf-8"},
+                            {"dashboard.js", "text/javascript; charset=utf-8"},
+                            {"dashboard.css", "text/css; charset=utf-8"}}) {
+    INFO(name);
+    REQUIRE(find_asset(name) != nullptr);
+    CHECK(find_asset(name)->content_type == type);
+  }
   CHECK(find_asset("../index.html") == nullptr);
 }
 
