@@ -12,9 +12,7 @@
 //   bench_sharing [--quick] [--teams 4] [--from-day 130] [--days 2] [--seconds 300]
 //                 [--configs dedicated,pooled-caps,fair-share] [--out DIR]
 //                 [--dashboard-port P [--screenshot FILE]] [--keep] ...
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -33,6 +31,7 @@
 
 #include "children.h"
 #include "sharing_model.h"
+#include "sharing_procs.h"
 #include "sharing_replay.h"
 #include "vkube/hostclient/client.h"
 
@@ -58,13 +57,6 @@ struct Flags {
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 std::vector<std::string> split(const std::string& s) {
@@ -140,72 +132,6 @@ bool parse_flags(int argc, char** argv, Flags* f) {
   return true;
 }
 
-// Starts argv with stdout and stderr in `log`, dying with this process (a
-// killed benchmark leaves no host behind; the host's tenants die with it).
-pid_t spawn(const std::vector<std::string>& argv, const std::string& log) {
-  std::fflush(stdout);
-  const pid_t parent = getpid();
-  pid_t pid = fork();
-  if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() != parent) _exit(127);
-    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd >= 0) {
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-    }
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
-  }
-  if (pid > 0) vkube::bench::track_child(pid);
-  return pid;
-}
-
-// SIGTERM, then SIGKILL after `grace`; the exit status.
-int stop(pid_t pid, std::chrono::seconds grace = std::chrono::seconds(20)) {
-  if (pid <= 0) return -1;
-  kill(pid, SIGTERM);
-  int status = 0;
-  for (auto t0 = Clock::now(); waitpid(pid, &status, WNOHANG) == 0;) {
-    if (Clock::now() - t0 > grace) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  vkube::bench::untrack_child(pid);
-  return status;
-}
-
-void on_signal(int sig) {
-  for (auto& slot : vkube::bench::g_children)
-    if (pid_t p = slot.load(); p > 0) kill(p, SIGTERM);
-  _exit(128 + sig);
-}
-
-// Processes still running whose command line names `dir` (the tenants a
-// host ran from its data directory): none should outlive their host.
-std::vector<std::pair<pid_t, std::string>> processes_under(const std::string& dir) {
-  std::vector<std::pair<pid_t, std::string>> out;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator("/proc", ec)) {
-    const std::string name = e.path().filename();
-    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::string cmd = read_file(e.path().string() + "/cmdline");
-    for (char& c : cmd)
-      if (c == '\0') c = ' ';
-    const std::string stat = read_file(e.path().string() + "/stat");
-    const auto close = stat.rfind(')');
-    if (close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z') continue;
-    if (cmd.find(dir) != std::string::npos) out.emplace_back(std::stoi(name), cmd);
-  }
-  return out;
-}
-
 std::unique_ptr<vkube::hostclient::Client> client_for(const std::string& kubeconfig,
                                                       std::string* error) {
   auto config = vkube::hostclient::from_kubeconfig(kubeconfig);
@@ -245,17 +171,6 @@ std::vector<std::string> config_flags(const std::string& config, const sh::Plan&
   return {"--gpu-share", "deserved=" + gpus_text(plan.deserved_milli[k])};
 }
 
-// Waits up to `timeout` for pid to end (then stops it); its exit code.
-int wait_for(pid_t pid, std::chrono::seconds timeout) {
-  int status = 0;
-  for (auto t0 = Clock::now(); waitpid(pid, &status, WNOHANG) == 0;) {
-    if (Clock::now() - t0 > timeout) return stop(pid), 124;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  vkube::bench::untrack_child(pid);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 bool syncer_ready(vkube::hostclient::Client& tenant) {
   auto r = tenant.call("GET", "/metrics");
   // Not JSON: the client hands the text back as a Status message.
@@ -263,41 +178,6 @@ bool syncer_ready(vkube::hostclient::Client& tenant) {
       r.body.is_string() ? r.body.get<std::string>() : r.body.value("message", "");
   return text.find("\nvkube_syncer_ready 1") != std::string::npos;
 }
-
-// One configuration's processes and directory; stopped and removed however
-// the run ends.
-struct Stage {
-  std::string dir;
-  bool keep = false;
-  pid_t host = -1, dashboard = -1;
-
-  ~Stage() {
-    stop(dashboard);
-    if (host > 0) {
-      int status = stop(host);
-      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        std::printf("  note: vkube host ended with status %d (log %s/host.log)\n", status,
-                    dir.c_str());
-    }
-    // The host's tenants (`vkube serve` from DIR/host) must be gone with it.
-    auto left = processes_under(dir);
-    for (int i = 0; i < 50 && !left.empty(); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      left = processes_under(dir);
-    }
-    for (const auto& [pid, cmd] : left) {
-      std::printf("  PROBLEM: still running after the host stopped: %d %s\n", pid,
-                  cmd.substr(0, 160).c_str());
-      kill(pid, SIGKILL);
-    }
-    if (!keep && !dir.empty()) {
-      std::error_code ec;
-      fs::remove_all(dir, ec);
-    } else if (!dir.empty()) {
-      std::printf("  kept %s\n", dir.c_str());
-    }
-  }
-};
 
 struct ConfigRun {
   sh::RunResult result;
@@ -312,7 +192,7 @@ bool run_config(const Flags& f, const sh::Plan& plan, const std::string& config,
   const auto t0 = Clock::now();
   char tmpl[] = "/tmp/bench-sharing-XXXXXX";
   if (mkdtemp(tmpl) == nullptr) return std::perror("mkdtemp"), false;
-  Stage stage;
+  sh::Stage stage;
   stage.dir = tmpl;
   stage.keep = f.keep;
   const std::string& dir = stage.dir;
@@ -322,13 +202,13 @@ bool run_config(const Flags& f, const sh::Plan& plan, const std::string& config,
                                         "--durable=false", "--node-config", dir + "/nodes.yaml",
                                         "--log-level",     "warn"};
   if (!f.policy.empty()) host_argv.insert(host_argv.end(), {"--policy", f.policy});
-  stage.host = spawn(host_argv, dir + "/host.log");
-  while (read_file(dir + "/host.log").find("vkube is serving ") == std::string::npos) {
+  stage.host = sh::spawn(host_argv, dir + "/host.log");
+  while (sh::read_text(dir + "/host.log").find("vkube is serving ") == std::string::npos) {
     int status = 0;
     const bool ended = waitpid(stage.host, &status, WNOHANG) == stage.host;
     if (ended || seconds_since(t0) > 60) {
       std::printf("[%s] vkube host did not start:\n%s\n", config.c_str(),
-                  read_file(dir + "/host.log").c_str());
+                  sh::read_text(dir + "/host.log").c_str());
       if (ended) vkube::bench::untrack_child(stage.host), stage.host = -1;
       return false;
     }
@@ -349,14 +229,14 @@ bool run_config(const Flags& f, const sh::Plan& plan, const std::string& config,
                                      "--out",
                                      dir + "/" + plan.teams[k] + ".kubeconfig"};
     for (std::string& a : config_flags(config, plan, k)) argv.push_back(std::move(a));
-    creates.push_back(spawn(argv, dir + "/create-" + plan.teams[k] + ".log"));
+    creates.push_back(sh::spawn(argv, dir + "/create-" + plan.teams[k] + ".log"));
   }
   bool created = true;
   for (size_t k = 0; k < creates.size(); ++k)
-    if (int rc = wait_for(creates[k], std::chrono::seconds(150)); rc != 0) {
+    if (int rc = sh::wait_for(creates[k], std::chrono::seconds(150)); rc != 0) {
       std::printf("[%s] vkube create %s failed (exit %d):\n%s", config.c_str(),
                   plan.teams[k].c_str(), rc,
-                  read_file(dir + "/create-" + plan.teams[k] + ".log").c_str());
+                  sh::read_text(dir + "/create-" + plan.teams[k] + ".log").c_str());
       created = false;
     }
   if (!created) return false;
@@ -381,9 +261,9 @@ bool run_config(const Flags& f, const sh::Plan& plan, const std::string& config,
 
   const std::string url = "http://127.0.0.1:" + std::to_string(f.dashboard_port) + "/dashboard/";
   if (dashboard) {
-    stage.dashboard = spawn({f.vkube, "dashboard", "--kubeconfig", host_kc, "--listen",
-                             "127.0.0.1:" + std::to_string(f.dashboard_port)},
-                            dir + "/dashboard.log");
+    stage.dashboard = sh::spawn({f.vkube, "dashboard", "--kubeconfig", host_kc, "--listen",
+                                 "127.0.0.1:" + std::to_string(f.dashboard_port)},
+                                dir + "/dashboard.log");
     std::printf("[%s] open %s during the replay\n", config.c_str(), url.c_str());
   }
   sh::ReplayOptions ro;
@@ -395,18 +275,18 @@ bool run_config(const Flags& f, const sh::Plan& plan, const std::string& config,
   replay.start();
   if (dashboard && !f.screenshot.empty() && config == "fair-share") {
     replay.sleep_until(f.plan.seconds / 2);
-    pid_t c = spawn({"/usr/bin/chromium", "--headless=new", "--no-sandbox", "--disable-gpu",
-                     "--virtual-time-budget=6000", "--window-size=1400,1000",
-                     "--screenshot=" + fs::absolute(f.screenshot).string(), url},
-                    dir + "/chromium.log");
-    int rc = wait_for(c, std::chrono::seconds(60));
+    pid_t c = sh::spawn({"/usr/bin/chromium", "--headless=new", "--no-sandbox", "--disable-gpu",
+                         "--virtual-time-budget=6000", "--window-size=1400,1000",
+                         "--screenshot=" + fs::absolute(f.screenshot).string(), url},
+                        dir + "/chromium.log");
+    int rc = sh::wait_for(c, std::chrono::seconds(60));
     std::printf("[%s] screenshot %s: %s\n", config.c_str(), f.screenshot.c_str(),
                 rc == 0 ? "written" : ("chromium failed, exit " + std::to_string(rc)).c_str());
   }
   run->result = replay.finish(&run->report);
   tenants.clear();
   host.reset();
-  stop(stage.dashboard);
+  sh::stop(stage.dashboard);
   stage.dashboard = -1;
   run->ok = true;
   run->result.wall_seconds = seconds_since(t0);  // teardown follows in ~Stage
@@ -435,8 +315,7 @@ int main(int argc, char** argv) {
   Flags f;
   if (!parse_flags(argc, argv, &f)) return 2;
   signal(SIGPIPE, SIG_IGN);
-  signal(SIGINT, on_signal);
-  signal(SIGTERM, on_signal);
+  sh::stop_children_on_signal();
   const auto t0 = Clock::now();
 
   std::string error;
@@ -453,8 +332,8 @@ int main(int argc, char** argv) {
 
   bool dashboard = false;
   if (f.dashboard_port > 0) {
-    pid_t p = spawn({f.vkube, "dashboard", "--help"}, "/dev/null");
-    dashboard = wait_for(p, std::chrono::seconds(10)) == 0;
+    pid_t p = sh::spawn({f.vkube, "dashboard", "--help"}, "/dev/null");
+    dashboard = sh::wait_for(p, std::chrono::seconds(10)) == 0;
     if (!dashboard)
       std::printf("note: %s has no `dashboard` command yet: no dashboard during the replay\n",
                   f.vkube.c_str());

@@ -92,6 +92,7 @@ struct Replay::Impl {
     // After a 403 the queue waits until then, head first (a FIFO client
     // retrying a full quota).
     Clock::time_point retry_at;
+    int refused_waiting = 0;  // refused pods not created yet (queued or in flight)
     std::condition_variable cv;
     std::unordered_map<std::string, size_t> by_name;
     std::vector<std::thread> creators;
@@ -146,7 +147,7 @@ struct Replay::Impl {
     extra.push_back({arrival, attempt});
     const size_t id = records.size() - 1;
     Team& tm = teams[team];
-    extra[id].behind_refusal = Clock::now() < tm.retry_at;
+    extra[id].behind_refusal = tm.refused_waiting > 0;
     tm.by_name[r.name] = id;
     tm.queue.insert(id);
     tm.cv.notify_all();
@@ -198,12 +199,13 @@ struct Replay::Impl {
     ++report.creates;
     if (r.code == 403) {
       ++report.refused_answers;
-      if (!extra[id].refused) ++refused_pods;
+      if (!extra[id].refused) ++refused_pods, ++tm.refused_waiting;
       extra[id].refused = true;
       tm.queue.insert(id);
       tm.retry_at = Clock::now() + kRetryEvery;
       return;
     }
+    if (extra[id].refused) --tm.refused_waiting;
     // 409: an earlier attempt that timed out did create it.
     if (!r.ok() && r.code != 409 && !stopping)
       error_locked("create " + plan.teams[k] + "/" + name + ": " + std::to_string(r.code) + " " +
