@@ -6,20 +6,49 @@
 namespace vkube::scheduler {
 
 NodeInfo future_of(const NodeInfo& n, const std::vector<const TenantLedger::Nomination*>& waiting,
-                   gpu::Policy policy) {
+                   gpu::Policy policy, int* unplaced) {
   NodeInfo f = n;
   std::vector<std::string> leaving;
   for (const auto& [uid, p] : n.pods())
     if (p.terminating) leaving.push_back(uid);
   for (const std::string& uid : leaving) f.remove_pod(uid);
   for (const TenantLedger::Nomination* w : waiting) {
+    const Resources& r = w->pod.requests;
     auto a = gpu::choose(f.devices(), w->pod.gpu, policy);
-    if (!a) continue;
+    if (!a || f.allocatable().cpu_milli - f.requested().cpu_milli < r.cpu_milli ||
+        f.allocatable().memory - f.requested().memory < r.memory) {
+      if (unplaced != nullptr) ++*unplaced;
+      continue;
+    }
     PodInfo held = w->pod;
     held.allocation = *a;
     (void)f.add_pod(std::move(held));
   }
   return f;
+}
+
+namespace {
+
+// Reasons other than room: the node is not the pod's whatever leaves it.
+bool only_room(const std::vector<std::string>& why) {
+  return std::all_of(why.begin(), why.end(), [](const std::string& w) {
+    return w.starts_with("Insufficient ") || w == "Too many pods";
+  });
+}
+
+}  // namespace
+
+bool fits_empty(const NodeInfo& n, const PodInfo& pod, const Constraints& c, gpu::Policy policy) {
+  std::vector<std::string> why;
+  if (!filter_node(n, pod, c, &why) && !only_room(why)) return false;
+  if (n.allocatable().cpu_milli < pod.requests.cpu_milli ||
+      n.allocatable().memory < pod.requests.memory || n.devices().capacity_milli() < pod.gpu_milli)
+    return false;
+  NodeInfo empty = n;
+  std::vector<std::string> uids;
+  for (const auto& [uid, p] : n.pods()) uids.push_back(uid);
+  for (const std::string& uid : uids) empty.remove_pod(uid);
+  return gpu::choose(empty.devices(), pod.gpu, policy).has_value();
 }
 
 namespace {
@@ -56,11 +85,7 @@ std::optional<ReclaimPlan> plan_reclaim(
     // A node the pod cannot use whatever leaves it (taints, selectors,
     // unschedulable) is not worth a copy: only a lack of room counts.
     std::vector<std::string> why;
-    if (!filter_node(*n, pod, c, &why) &&
-        std::any_of(why.begin(), why.end(), [](const std::string& w) {
-          return !w.starts_with("Insufficient ") && w != "Too many pods";
-        }))
-      continue;
+    if (!filter_node(*n, pod, c, &why) && !only_room(why)) continue;
     // Lowest priority first; among equals those marked borrowing (they were
     // told they may be reclaimed), then the newest (kube's victim order).
     std::sort(candidates.begin(), candidates.end(), [](const PodInfo* a, const PodInfo* b) {

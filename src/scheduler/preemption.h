@@ -18,10 +18,16 @@
 namespace vkube::scheduler {
 
 // `n` as it will be once its terminating pods are gone and the pods waiting
-// on it (`waiting`) hold what they need: their devices taken in order.
-// Waiting pods that do not fit are left out.
+// on it (`waiting`) hold what they need: their devices, CPU and memory
+// taken in order. Waiting pods that do not fit are left out, and counted in
+// *unplaced when given: the node is still being emptied for them.
 NodeInfo future_of(const NodeInfo& n, const std::vector<const TenantLedger::Nomination*>& waiting,
-                   gpu::Policy policy);
+                   gpu::Policy policy, int* unplaced = nullptr);
+
+// Whether `pod` fits `n` once the node's other pods are gone: it passes the
+// node's filters but room, and the node's allocatable CPU, memory and
+// devices could hold it.
+bool fits_empty(const NodeInfo& n, const PodInfo& pod, const Constraints& c, gpu::Policy policy);
 
 struct ReclaimPlan {
   std::string node;

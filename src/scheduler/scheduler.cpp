@@ -361,12 +361,20 @@ std::string SchedulerImpl::pick_node_locked(const PodInfo& info, const Constrain
       ++(*reasons)[reason];
       continue;
     }
-    if (!info.gpu.empty() && ledger_.any_nominated()) {
+    if (ledger_.any_nominated()) {
+      // Room promised to pods waiting on this node (a reclaim under way, or
+      // a node held for a pod that fits no node as things are) is not
+      // given away; a node still being emptied for one takes no new pods.
       auto waiting = ledger_.nominated_on(name, info.uid);
-      if (!waiting.empty() && !gpu::choose(future_of(*n, waiting, options_.policy).devices(),
-                                           info.gpu, options_.policy)) {
-        ++(*reasons)["node(s) had GPUs held for pods reclaiming them"];
-        continue;
+      if (!waiting.empty()) {
+        int unplaced = 0;
+        NodeInfo f = future_of(*n, waiting, options_.policy, &unplaced);
+        std::vector<std::string> ignored;
+        if (unplaced > 0 || !filter_node(f, info, c, &ignored) ||
+            !gpu::choose(f.devices(), info.gpu, options_.policy)) {
+          ++(*reasons)["node(s) had room held for pods waiting for it"];
+          continue;
+        }
       }
     }
     double pack = pack_score(*n, info, *a);
@@ -430,6 +438,7 @@ void SchedulerImpl::schedule_one(const std::string& key) {
     node_count = static_cast<int>(nodes_.size());
     const bool shares = ledger_.enabled() && info.gpu_milli > 0;
     if (shares) why = refused_by_share_locked(info, info.gpu_milli, info.gpu.describe());
+    const bool refused = !why.empty();
     if (why.empty()) {
       gpu::Allocation alloc;
       chosen = pick_node_locked(info, c, &alloc, &reasons);
@@ -442,6 +451,10 @@ void SchedulerImpl::schedule_one(const std::string& key) {
       } else if (shares) {
         why = reclaim_locked(info, c, &plan, &nominated);
       }
+    }
+    if (chosen.empty() && !refused && !plan && nominated.empty()) {
+      std::string held = reserve_locked(info, c, &nominated);
+      if (!held.empty()) why = why.empty() ? held : why + "; " + held;
     }
   }
   if (chosen.empty()) {

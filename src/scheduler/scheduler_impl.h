@@ -177,6 +177,11 @@ class SchedulerImpl final : public Scheduler {
   // "the pool has 3 idle GPUs", or of the products a pod is pinned to
   // ("the pool has 0 idle NVIDIA-H100-80GB-HBM3 GPUs").
   std::string idle_text_locked(const std::vector<std::string>& models = {}) const;
+  // A GPU pod that fits no node while the pool holds enough idle GPUs for
+  // it, scattered: the node with least to free is held for it (nominated),
+  // so that smaller pods stop taking what frees up there. Returns the
+  // message's tail, empty when no node is held.
+  std::string reserve_locked(const PodInfo& info, const Constraints& c, std::string* nominated);
 
   // The pod fits no node as things are, and its tenant has a share: wait for
   // GPUs already being freed for it, or reclaim them (filling *plan), or

@@ -151,6 +151,43 @@ std::string SchedulerImpl::reclaim_locked(PodInfo& info, const Constraints& c,
   return msg + ", and no GPUs can be reclaimed: other tenants hold no more than their shares";
 }
 
+// Without a node held for it, a pod wider than every node's free room
+// waits for ever while smaller pods take each GPU that frees up (the trace's
+// 8-GPU, 88-core pods did, in every configuration of bench_sharing). As
+// YARN reserves a node for a container that does not fit, the node that
+// needs least to leave is held: no new pod goes there until it fits. Held
+// only while the pool has enough idle GPUs for the pod (else it simply waits
+// for capacity), and on at most one node in eight.
+std::string SchedulerImpl::reserve_locked(const PodInfo& info, const Constraints& c,
+                                          std::string* nominated) {
+  if (info.gpu_milli == 0 || !info.group.empty()) return "";
+  if (const auto* n = ledger_.nomination(info.uid)) {
+    *nominated = n->node;
+    return "node " + n->node + " is held for it: no new pods go there until it fits";
+  }
+  if (ledger_.nominated_nodes() >= std::max<size_t>(1, nodes_.size() / 8)) return "";
+  int64_t idle = 0;
+  for (const auto& [name, n] : nodes_)
+    idle += n->devices().capacity_milli() - n->devices().allocated_milli();
+  if (idle < info.gpu_milli) return "";
+  // Least to free: the fewest GPU thousandths held, then the least CPU.
+  const NodeInfo* best = nullptr;
+  std::pair<int64_t, int64_t> best_cost{};
+  for (const auto& [name, n] : nodes_) {
+    if (!ledger_.nominated_on(name, info.uid).empty()) continue;
+    std::pair<int64_t, int64_t> cost{n->devices().allocated_milli(), n->requested().cpu_milli};
+    if (best != nullptr && cost >= best_cost) continue;
+    if (!fits_empty(*n, info, c, options_.policy)) continue;
+    best = n.get();
+    best_cost = cost;
+  }
+  if (best == nullptr) return "";
+  ledger_.nominate(info.uid, {best->name(), info.ns, info.key, info});
+  *nominated = best->name();
+  return "no node has room for it now though the pool has " + gpus_text(idle, "idle") + "; node " +
+         best->name() + " is held for it: no new pods go there until it fits";
+}
+
 // A gang that does not fit, of a tenant within its fair share: every
 // member gets a node where it fits now or once victims go (nominated there,
 // the victims in *plans), or none does and nothing is preempted. The gang

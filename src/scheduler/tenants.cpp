@@ -1,5 +1,7 @@
 #include "tenants.h"
 
+#include <unordered_set>
+
 #include "vkube/common/log.h"
 #include "vkube/gpu/books.h"
 
@@ -174,6 +176,12 @@ std::vector<const TenantLedger::Nomination*> TenantLedger::nominated_on(
   for (const auto& [uid, n] : nominated_)
     if (n.node == node && uid != except) out.push_back(&n);
   return out;
+}
+
+size_t TenantLedger::nominated_nodes() const {
+  std::unordered_set<std::string> nodes;
+  for (const auto& [uid, n] : nominated_) nodes.insert(n.node);
+  return nodes.size();
 }
 
 }  // namespace vkube::scheduler

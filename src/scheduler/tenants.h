@@ -86,6 +86,8 @@ class TenantLedger {
   std::vector<const Nomination*> nominated_on(const std::string& node,
                                               const std::string& except) const;
   bool any_nominated() const { return !nominated_.empty(); }
+  // Nodes with pods waiting on them.
+  size_t nominated_nodes() const;
 
  private:
   void recount();

@@ -366,3 +366,58 @@ TEST_CASE("idle GPUs beyond deserved shares are split by weight", "[scheduler][f
   CHECK(f.count("vkube-alpha", Pool::bound) == 4);
   CHECK(f.count("vkube-bravo", Pool::bound) == 2);
 }
+
+TEST_CASE("a pod wider than any node's free room gets a node held for it",
+          "[scheduler][reservation]") {
+  // Without a held node, small pods take each GPU that frees up and the wide
+  // pod waits for ever, though the pool has enough idle GPUs for it.
+  Pool f;
+  f.cp.create("/api/v1/nodes", node("n1", 8));
+  f.cp.create("/api/v1/nodes", node("n2", 8));
+  f.tenant("vkube-echo", "");
+  f.settle();
+  f.pods("vkube-echo", "p", 14);  // binpack: 8 on one node, 6 on the other
+  f.settle();
+  REQUIRE(f.count("vkube-echo", Pool::bound) == 14);
+  auto on = [&](const std::string& node) {
+    std::vector<std::string> names;
+    for (const json& p : f.list("vkube-echo"))
+      if (p["spec"].value("nodeName", "") == node) names.push_back(p["metadata"]["name"]);
+    return names;
+  };
+  auto remove = [&](const std::string& name) {
+    REQUIRE(f.cp.call("DELETE", "/api/v1/namespaces/vkube-echo/pods/" + name +
+                                    "?gracePeriodSeconds=0")
+                .code == 200);
+  };
+  const std::string full = on("n1").size() == 8 ? "n1" : "n2";
+  const std::string other = full == "n1" ? "n2" : "n1";
+  for (int i = 0; i < 3; ++i) remove(on(full)[i]);  // full: 5 used, other: 6 used
+  f.settle();
+  f.cp.create("/api/v1/namespaces/vkube-echo/pods", gpu_pod("wide", 4));
+  f.settle();
+  json wide = f.cp.get("/api/v1/namespaces/vkube-echo/pods/wide");
+  CHECK(!Pool::bound(wide));
+  CHECK(wide["status"].value("nominatedNodeName", "") == full);
+  CHECK(Pool::scheduled_message(wide).find("the pool has 5 idle GPUs; node " + full +
+                                           " is held for it") != std::string::npos);
+  // Small pods fill the other node, then wait instead of taking the held one.
+  f.pods("vkube-echo", "s", 3);
+  f.settle();
+  CHECK(on(other).size() == 8);
+  CHECK(on(full).size() == 5);
+  int waiting = 0;
+  for (const json& p : f.list("vkube-echo"))
+    if (!Pool::bound(p) && p["metadata"]["name"] != "wide") {
+      ++waiting;
+      CHECK(Pool::scheduled_message(p).find("room held for pods waiting for it") !=
+            std::string::npos);
+    }
+  CHECK(waiting == 1);
+  // One pod leaves the held node: the wide pod fits there now, before the small one.
+  remove(on(full)[0]);
+  f.settle();
+  wide = f.cp.get("/api/v1/namespaces/vkube-echo/pods/wide");
+  CHECK(wide["spec"].value("nodeName", "") == full);
+  CHECK(f.count("vkube-echo", Pool::bound) == 8 + 4 + 1);
+}
