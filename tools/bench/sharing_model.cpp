@@ -109,6 +109,12 @@ TraceNode shape(const std::vector<TraceNode>& nodes, const TraceNode& fallback) 
   return fallback;
 }
 
+// Whether a pod asking for `milli` GPU thousandths fits an empty node of `s`.
+bool fits(const TracePod& p, int64_t milli, const TraceNode& s) {
+  const int64_t gpus = (milli + 999) / 1000;
+  return gpus <= s.gpus && p.cpu_milli <= s.cpu_milli && p.memory_mib <= s.memory_mib;
+}
+
 }  // namespace
 
 std::vector<TracePod> load_trace_pods(const std::string& csv_path, std::string* error) {
@@ -183,6 +189,7 @@ Plan make_plan(const std::vector<TracePod>& pods, const std::vector<TraceNode>& 
   if (!(options.seconds > 0) || !(options.days > 0)) return plan;  // nothing to replay
   plan.scale = window / options.seconds;
 
+  const TraceNode g2 = shape(nodes, kG2Default), t4 = shape(nodes, kT4Default);
   std::vector<bool> wide_pod(teams, false);  // has a pod of more than 2 GPUs
   for (const TracePod& p : pods) {
     const int64_t milli = gpu_request_milli(p);
@@ -191,6 +198,10 @@ Plan make_plan(const std::vector<TracePod>& pods, const std::vector<TraceNode>& 
     const double deleted = p.deleted < 0 ? std::max(end, created) : static_cast<double>(p.deleted);
     const bool alive_at_start = created < start && deleted > start;
     if (!alive_at_start && (created < start || created >= end)) continue;
+    if (!fits(p, milli, g2) && !fits(p, milli, t4)) {
+      plan.unplaceable.push_back(p.name);
+      continue;
+    }
     Arrival a;
     a.team = static_cast<int>(fnv1a(p.name) % static_cast<uint32_t>(teams));
     a.name = lower(p.name);
@@ -222,7 +233,6 @@ Plan make_plan(const std::vector<TracePod>& pods, const std::vector<TraceNode>& 
     const double held = std::min(a.at_s + a.run_s, options.seconds) - a.at_s;
     plan.mean_demand_gpus[a.team] += static_cast<double>(a.gpu_milli()) / 1000 * held;
   }
-  const TraceNode g2 = shape(nodes, kG2Default), t4 = shape(nodes, kT4Default);
   for (int k = 0; k < teams; ++k) {
     plan.mean_demand_gpus[k] /= options.seconds;
     const int64_t want = static_cast<int64_t>(std::ceil(plan.mean_demand_gpus[k] - 1e-9));
@@ -290,6 +300,18 @@ void print_plan(std::FILE* out, const Plan& plan) {
   }
   std::fprintf(out, "  pool: %zu nodes, %lld GPUs\n", plan.nodes.size(),
                static_cast<long long>(plan.capacity_milli() / 1000));
+  if (!plan.unplaceable.empty()) {
+    // The first few names, enough to look them up in the trace.
+    constexpr size_t kNamed = 5;
+    std::string names;
+    for (size_t i = 0; i < plan.unplaceable.size() && i < kNamed; ++i)
+      names += (i ? ", " : "") + plan.unplaceable[i];
+    if (plan.unplaceable.size() > kNamed) names += ", ...";
+    std::fprintf(
+        out,
+        "  left out: %zu pod(s) that fit no node (more GPUs, cores or memory than G2 and T4): %s\n",
+        plan.unplaceable.size(), names.c_str());
+  }
 }
 
 }  // namespace vkube::bench::sharing

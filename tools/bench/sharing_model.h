@@ -71,6 +71,10 @@ struct Plan {
   std::vector<double> mean_demand_gpus;   // per team, time-averaged over the window
   std::vector<int64_t> deserved_milli;    // per team: its dedicated slice's GPUs
   std::vector<PlannedNode> nodes;         // every team's slice; the pool is all of them
+  // Trace pods of the window left out because they fit no node shape the plan
+  // uses (more GPUs, cores or memory than a G2 and a T4 node): no configuration
+  // could ever run them, so they would only inflate demand. Trace order.
+  std::vector<std::string> unplaceable;
   int64_t capacity_milli() const;
 };
 
@@ -129,8 +133,19 @@ struct Summary {
   double mean_stranded_gpus = 0;   // fragmented_milli / 1000, mean
   std::vector<double> wait_p50_s, wait_p95_s;  // per team, wall seconds (started - arrived)
   std::vector<int> never_started;              // per team
-  double violation_pct = 0;        // team-time with the guarantee violated, all teams
+  // Per team: the p95 counts a pod that never started at its wait so far (the
+  // run's end - arrived), so the true p95 may be higher: print it as ">=".
+  std::vector<bool> wait_p95_lower_bound;
+  // Guarantee violations: team-time where a team has a pod waiting past the
+  // grace, its allocation + that request fits within its deserved share, AND
+  // other teams borrow (hold beyond their own deserved) at least that request:
+  // GPUs it is owed are held by a borrower, which a reclaim should give back.
+  double violation_pct = 0;        // all teams
   std::vector<double> team_violation_pct;
+  // Short of deserved: the same without the borrower condition. Includes GPUs
+  // lost to fragmentation, which no scheduler returns without moving pods.
+  double short_of_deserved_pct = 0;  // all teams
+  std::vector<double> team_short_of_deserved_pct;
   int preemptions = 0;
   double wall_seconds = 0;
 };
