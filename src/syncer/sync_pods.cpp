@@ -82,7 +82,37 @@ bool projects_token(const json& pod) {
   return false;
 }
 
+// The tenant status fields that differ from the host pod's (nulls for those
+// the host no longer has): a merge patch of the tenant pod's status.
+json status_changes(const json& host, const json& tenant, const NameMapper& names) {
+  json status = tenant_pod_status(host);
+  // The host scheduler's why-pending names the pod's group as the host knows it.
+  if (auto c = status.find("conditions"); c != status.end() && c->is_array())
+    for (json& cond : *c)
+      if (cond.is_object() && cond.contains("message") && cond["message"].is_string())
+        cond["message"] = tenant_view_of_group(cond["message"].get<std::string>(), tenant, names);
+  const json have = tenant.value("status", json::object());
+  json patch = json::object();
+  for (auto it = status.begin(); it != status.end(); ++it)
+    if (!have.contains(it.key()) || have[it.key()] != *it) patch[it.key()] = *it;
+  for (const char* field : {"reason", "message", "podIP", "podIPs", "hostIP", "hostIPs",
+                            "initContainerStatuses", "containerStatuses"})
+    if (have.contains(field) && !status.contains(field)) patch[field] = nullptr;
+  return patch;
+}
+
 }  // namespace
+
+ObjectPtr SyncerImpl::final_host_pod(const std::string& key) {
+  std::lock_guard lock(mu_);
+  auto it = final_host_pods_.find(key);
+  return it == final_host_pods_.end() ? nullptr : it->second;
+}
+
+void SyncerImpl::forget_final_host_pod(const std::string& key) {
+  std::lock_guard lock(mu_);
+  final_host_pods_.erase(key);
+}
 
 std::optional<std::string> SyncerImpl::foreign_reference(const json& tpod) {
   const std::string ns = str_at(tpod, "metadata", "namespace");
@@ -119,13 +149,26 @@ PodContext SyncerImpl::pod_context() const {
 Status SyncerImpl::delete_tenant_pod(const json& tpod) {
   const std::string ns = str_at(tpod, "metadata", "namespace"),
                     name = str_at(tpod, "metadata", "name");
+  // The host pod's last status first: its final conditions (the host
+  // scheduler's DisruptionTarget, set just before its deletion) may have
+  // come with the deletion, after the last status this pod was given.
+  json patch = json::object();
+  ObjectPtr last = final_host_pod(ns + "/" + name);
+  if (last && !names_.stale(*last, tpod)) patch = status_changes(*last, tpod, names_);
   // A kubelet gives a pod a terminal phase before it goes (Failed unless it
   // succeeded): a pod that finalizers keep (a Job's) must not stay Running
-  // forever, and a Job counts it, or ignores it per its podFailurePolicy.
+  // forever, and a Job counts it, or ignores it per its podFailurePolicy; a
+  // watcher sees the final status (kube's preempted pod: Failed, with
+  // DisruptionTarget) before the DELETED event.
   const json meta = tpod.value("metadata", json::object());
-  if (!terminal(tpod) && meta.contains("finalizers") && !meta["finalizers"].empty()) {
+  const bool kept = meta.contains("finalizers") && !meta["finalizers"].empty();
+  if (terminal(tpod))
+    patch.erase("phase");  // a finished pod stays as it finished
+  else if (kept || !patch.empty())
+    patch["phase"] = str_at(patch, "phase") == "Succeeded" ? "Succeeded" : "Failed";
+  if (!patch.empty()) {
     auto r = tenant_call("PATCH", "/api/v1/namespaces/" + ns + "/pods/" + name + "/status",
-                         {{"status", {{"phase", "Failed"}}}}, "application/merge-patch+json");
+                         {{"status", std::move(patch)}}, "application/merge-patch+json");
     if (!r.ok() && r.code != 404)
       return Status::internal("fail tenant pod " + ns + "/" + name + ": " + r.body.dump());
   }
@@ -134,12 +177,14 @@ Status SyncerImpl::delete_tenant_pod(const json& tpod) {
                   {"gracePeriodSeconds", 0},
                   {"preconditions", {{"uid", str_at(tpod, "metadata", "uid")}}}};
   auto r = tenant_call("DELETE", "/api/v1/namespaces/" + ns + "/pods/" + name, options);
-  if (r.ok() || r.code == 404) return Status::ok();
   // A failed UID precondition: the pod of that name is another one now. Any
   // other conflict (a write in between) leaves this pod Terminating unless
   // it is retried.
-  if (r.code == 409 && r.body.value("message", "").find("Precondition failed: UID") == 0)
+  if (r.ok() || r.code == 404 ||
+      (r.code == 409 && r.body.value("message", "").find("Precondition failed: UID") == 0)) {
+    forget_final_host_pod(ns + "/" + name);
     return Status::ok();
+  }
   if (r.code == 409) return Status::conflict("delete tenant pod " + ns + "/" + name);
   return Status::internal("delete tenant pod " + ns + "/" + name + ": " + r.body.dump());
 }
@@ -157,6 +202,7 @@ Status SyncerImpl::reconcile_pod(const std::string& key) {
   }
 
   if (!tenant) {
+    forget_final_host_pod(key);
     // An orphan (the tenant pod is gone: deleted while vkube was down, or a
     // crash between the host create and the tenant's record of it).
     if (host && !being_deleted(*host)) return host_delete(*h_pods, "pods", *host);
@@ -288,19 +334,7 @@ Status SyncerImpl::reconcile_pod(const std::string& key) {
     if (!tenant) return Status::ok();
   }
 
-  json status = tenant_pod_status(*host);
-  // The host scheduler's why-pending names the pod's group as the host knows it.
-  if (auto c = status.find("conditions"); c != status.end() && c->is_array())
-    for (json& cond : *c)
-      if (cond.is_object() && cond.contains("message") && cond["message"].is_string())
-        cond["message"] = tenant_view_of_group(cond["message"].get<std::string>(), *tenant, names_);
-  const json have = tenant->value("status", json::object());
-  json patch = json::object();
-  for (auto it = status.begin(); it != status.end(); ++it)
-    if (!have.contains(it.key()) || have[it.key()] != *it) patch[it.key()] = *it;
-  for (const char* field : {"reason", "message", "podIP", "podIPs", "hostIP", "hostIPs",
-                            "initContainerStatuses", "containerStatuses"})
-    if (have.contains(field) && !status.contains(field)) patch[field] = nullptr;
+  json patch = status_changes(*host, *tenant, names_);
   if (!patch.empty()) {
     json body = {{"status", std::move(patch)}};
     auto r = tenant_call("PATCH", tpath + "/status", body, "application/merge-patch+json");

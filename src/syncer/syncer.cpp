@@ -386,6 +386,8 @@ void SyncerImpl::on_host_pod(const controllers::ObjectEvent& e) {
     auto it = pod_node_.find(e.key);
     if (it != pod_node_.end()) before = it->second;
     moved = before != node;
+    if (e.type == controllers::EventType::kDeleted)
+      if (auto o = names_.origin(*e.object)) final_host_pods_[o->ns + "/" + o->name] = e.object;
     if (moved) {
       if (!before.empty() && --node_pods_[before] <= 0) node_pods_.erase(before);
       if (node.empty()) {

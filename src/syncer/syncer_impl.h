@@ -124,7 +124,13 @@ class SyncerImpl final : public Syncer {
   // sync_pods.cpp
   Status reconcile_pod(const std::string& key);
   PodContext pod_context() const;
+  // Ends the tenant pod whose host pod is gone, with the host pod's final
+  // status (its DisruptionTarget) when its DELETED event left one.
   Status delete_tenant_pod(const json& tpod);
+  // The host pod's last state as its DELETED event gave it, by tenant key;
+  // null when none is kept.
+  ObjectPtr final_host_pod(const std::string& key);
+  void forget_final_host_pod(const std::string& key);
   // A ConfigMap, Secret or claim `tpod` uses whose host name holds a host
   // object of another origin (described), else nullopt.
   std::optional<std::string> foreign_reference(const json& tpod);
@@ -212,6 +218,12 @@ class SyncerImpl final : public Syncer {
   // Host pods per node (the virtual nodes the tenant sees).
   std::unordered_map<std::string, std::string> pod_node_;  // host pod key -> node
   std::unordered_map<std::string, int> node_pods_;
+  // Tenant pod key -> its host pod's final state, kept from the host's
+  // DELETED event until the tenant pod is ended: a status change and the
+  // deletion right after it reach the pod loop as one reconcile, which finds
+  // the pod gone and would otherwise never copy that change (a preemption's
+  // DisruptionTarget).
+  std::unordered_map<std::string, ObjectPtr> final_host_pods_;
 
  public:
   std::atomic<uint64_t> host_writes{0}, tenant_writes{0}, errors{0};

@@ -23,10 +23,7 @@ json tenant_condition(ApiServerOverStore& api, const std::string& type) {
 TEST_CASE("a borrowing pod says so in its tenant; reclaimed, it fails and goes as kube's would",
           "[borrowing-sync]") {
   FlakyHost host;
-  REQUIRE(admin_call(
-              *host.host.api, "POST", "/api/v1/nodes",
-              {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "n1"}}}})["code"] ==
-          201);
+  add_host_node(host, "n1");
   ApiServerOverStore tenant_api;
   make_default_namespace(tenant_api);
   Tenant tenant(tenant_api, host);
@@ -45,11 +42,7 @@ TEST_CASE("a borrowing pod says so in its tenant; reclaimed, it fails and goes a
   REQUIRE(merge_patch(host.host, hpath,
                       {{"metadata", {{"annotations", {{"gpu.vkube.io/borrowing", "1000"}}}}}}) ==
           200);
-  REQUIRE(admin_call(*host.host.api, "POST", hpath + "/binding",
-                     {{"apiVersion", "v1"},
-                      {"kind", "Binding"},
-                      {"metadata", {{"name", hpod["metadata"]["name"]}}},
-                      {"target", {{"kind", "Node"}, {"name", "n1"}}}})["code"] == 201);
+  bind_host_pod(host, hpath, "n1");
   REQUIRE(merge_patch(host.host, hpath + "/status", {{"status", {{"phase", "Running"}}}}) == 200);
   CHECK(eventually([&] {
     json c = tenant_condition(tenant_api, "vkube.io/GPUBorrowing");

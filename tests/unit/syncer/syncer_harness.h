@@ -161,6 +161,23 @@ inline int merge_patch(ApiServerOverStore& api, const std::string& target, const
   return resp.status;
 }
 
+// A node on the host, for host pods to be bound to.
+inline void add_host_node(FlakyHost& host, const std::string& name) {
+  REQUIRE(admin_call(
+              *host.host.api, "POST", "/api/v1/nodes",
+              {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", name}}}})["code"] ==
+          201);
+}
+
+// Binds the host pod at `path` (".../pods/NAME") to `node`, as the host's scheduler does.
+inline void bind_host_pod(FlakyHost& host, const std::string& path, const std::string& node) {
+  REQUIRE(admin_call(*host.host.api, "POST", path + "/binding",
+                     {{"apiVersion", "v1"},
+                      {"kind", "Binding"},
+                      {"metadata", {{"name", path.substr(path.rfind('/') + 1)}}},
+                      {"target", {{"kind", "Node"}, {"name", node}}}})["code"] == 201);
+}
+
 inline bool eventually(const std::function<bool()>& f, std::chrono::milliseconds timeout = 15s) {
   auto end = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < end) {
