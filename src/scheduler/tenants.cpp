@@ -1,5 +1,7 @@
 #include "tenants.h"
 
+#include <algorithm>
+#include <limits>
 #include <unordered_set>
 
 #include "vkube/common/log.h"
@@ -170,11 +172,23 @@ const TenantLedger::Nomination* TenantLedger::nomination(const std::string& uid)
   return it == nominated_.end() ? nullptr : &it->second;
 }
 
+void TenantLedger::nominate(const std::string& uid, Nomination n) {
+  auto it = nominated_.find(uid);
+  n.seq = it != nominated_.end() && it->second.node == n.node ? it->second.seq : ++nomination_seq_;
+  nominated_[uid] = std::move(n);
+}
+
 std::vector<const TenantLedger::Nomination*> TenantLedger::nominated_on(
     const std::string& node, const std::string& except) const {
+  auto self = nominated_.find(except);
+  const uint64_t before = self != nominated_.end() && self->second.node == node
+                              ? self->second.seq
+                              : std::numeric_limits<uint64_t>::max();
   std::vector<const Nomination*> out;
   for (const auto& [uid, n] : nominated_)
-    if (n.node == node && uid != except) out.push_back(&n);
+    if (n.node == node && uid != except && n.seq < before) out.push_back(&n);
+  std::sort(out.begin(), out.end(),
+            [](const Nomination* a, const Nomination* b) { return a->seq < b->seq; });
   return out;
 }
 

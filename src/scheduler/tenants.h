@@ -78,11 +78,15 @@ class TenantLedger {
   struct Nomination {
     std::string node, ns, key;
     PodInfo pod;
+    uint64_t seq = 0;  // order of nomination on its node: the earlier goes first
   };
-  void nominate(const std::string& uid, Nomination n) { nominated_[uid] = std::move(n); }
+  // Keeps the pod's place when it stays nominated on the same node.
+  void nominate(const std::string& uid, Nomination n);
   void unnominate(const std::string& uid) { nominated_.erase(uid); }
   const Nomination* nomination(const std::string& uid) const;
-  // The pods waiting on `node`, but `except`.
+  // The pods waiting on `node`, but `except`; when `except` waits there
+  // too, only those nominated before it (a pod is not held back by pods
+  // that came after it, and two pods never hold each other back).
   std::vector<const Nomination*> nominated_on(const std::string& node,
                                               const std::string& except) const;
   bool any_nominated() const { return !nominated_.empty(); }
@@ -94,6 +98,7 @@ class TenantLedger {
   std::map<std::string, Tenant> by_ns_;
   std::unordered_map<std::string, std::pair<std::string, int64_t>> pending_;  // uid -> ns, milli
   std::unordered_map<std::string, Nomination> nominated_;
+  uint64_t nomination_seq_ = 0;
   int with_share_ = 0;
 };
 
