@@ -155,9 +155,10 @@ std::string SchedulerImpl::reclaim_locked(PodInfo& info, const Constraints& c,
 // waits for ever while smaller pods take each GPU that frees up (the trace's
 // 8-GPU, 88-core pods did, in every configuration of bench_sharing). As
 // YARN reserves a node for a container that does not fit, the node that
-// needs least to leave is held: no new pod goes there until it fits. Held
-// only while the pool has enough idle GPUs for the pod (else it simply waits
-// for capacity), and on at most one node in eight.
+// needs least to leave is held: no new pod goes there until it fits. Made
+// when the pool has enough idle GPUs for the pod (else it simply waits
+// for capacity), on at most one node in eight, and for one pod of a tenant
+// (namespace) at a time: a tenant cannot keep several nodes emptying.
 std::string SchedulerImpl::reserve_locked(const PodInfo& info, const Constraints& c,
                                           std::string* nominated) {
   if (info.gpu_milli == 0 || !info.group.empty()) return "";
@@ -165,7 +166,9 @@ std::string SchedulerImpl::reserve_locked(const PodInfo& info, const Constraints
     *nominated = n->node;
     return "node " + n->node + " is held for it: no new pods go there until it fits";
   }
-  if (ledger_.nominated_nodes() >= std::max<size_t>(1, nodes_.size() / 8)) return "";
+  if (ledger_.nominated_nodes() >= std::max<size_t>(1, nodes_.size() / 8) ||
+      ledger_.any_nominated_in(info.ns))
+    return "";
   int64_t idle = 0;
   for (const auto& [name, n] : nodes_)
     idle += n->devices().capacity_milli() - n->devices().allocated_milli();

@@ -192,6 +192,12 @@ std::vector<const TenantLedger::Nomination*> TenantLedger::nominated_on(
   return out;
 }
 
+bool TenantLedger::any_nominated_in(const std::string& ns) const {
+  for (const auto& [uid, n] : nominated_)
+    if (n.ns == ns) return true;
+  return false;
+}
+
 size_t TenantLedger::nominated_nodes() const {
   std::unordered_set<std::string> nodes;
   for (const auto& [uid, n] : nominated_) nodes.insert(n.node);

@@ -92,6 +92,8 @@ class TenantLedger {
   bool any_nominated() const { return !nominated_.empty(); }
   // Nodes with pods waiting on them.
   size_t nominated_nodes() const;
+  // Whether a pod of namespace `ns` waits on a node.
+  bool any_nominated_in(const std::string& ns) const;
 
  private:
   void recount();

@@ -319,8 +319,10 @@ TEST_CASE("a model guarantee takes back GPUs of that model, and keeps them",
     p["spec"]["nodeSelector"] = {{"nvidia.com/gpu.product", product}};
     f.cp.create("/api/v1/namespaces/" + ns + "/pods", p);
   };
-  for (int i = 0; i < 4; ++i) pinned("vkube-bravo", "h" + std::to_string(i), "NVIDIA-H100-80GB-HBM3");
-  for (int i = 0; i < 4; ++i) pinned("vkube-alpha", "a" + std::to_string(i), "NVIDIA-A100-SXM4-80GB");
+  for (int i = 0; i < 4; ++i)
+    pinned("vkube-bravo", "h" + std::to_string(i), "NVIDIA-H100-80GB-HBM3");
+  for (int i = 0; i < 4; ++i)
+    pinned("vkube-alpha", "a" + std::to_string(i), "NVIDIA-A100-SXM4-80GB");
   f.settle();
   REQUIRE(f.count("vkube-bravo", Pool::bound) == 4);
   REQUIRE(f.count("vkube-alpha", Pool::bound) == 4);
@@ -386,9 +388,9 @@ TEST_CASE("a pod wider than any node's free room gets a node held for it",
     return names;
   };
   auto remove = [&](const std::string& name) {
-    REQUIRE(f.cp.call("DELETE", "/api/v1/namespaces/vkube-echo/pods/" + name +
-                                    "?gracePeriodSeconds=0")
-                .code == 200);
+    REQUIRE(
+        f.cp.call("DELETE", "/api/v1/namespaces/vkube-echo/pods/" + name + "?gracePeriodSeconds=0")
+            .code == 200);
   };
   const std::string full = on("n1").size() == 8 ? "n1" : "n2";
   const std::string other = full == "n1" ? "n2" : "n1";
@@ -420,4 +422,27 @@ TEST_CASE("a pod wider than any node's free room gets a node held for it",
   wide = f.cp.get("/api/v1/namespaces/vkube-echo/pods/wide");
   CHECK(wide["spec"].value("nodeName", "") == full);
   CHECK(f.count("vkube-echo", Pool::bound) == 8 + 4 + 1);
+}
+
+TEST_CASE("a tenant gets one held node at a time", "[scheduler][reservation]") {
+  // Sixteen nodes: up to two held at once, but not both for one tenant.
+  Pool f;
+  for (int i = 0; i < 16; ++i) f.cp.create("/api/v1/nodes", node("n" + std::to_string(i), 4));
+  f.tenant("vkube-echo", "");
+  f.tenant("vkube-fox", "");
+  f.settle();
+  for (int i = 0; i < 16; ++i)  // 3 of 4 GPUs used on every node
+    f.cp.create("/api/v1/namespaces/vkube-echo/pods", gpu_pod("p" + std::to_string(i), 3));
+  f.settle();
+  REQUIRE(f.count("vkube-echo", Pool::bound) == 16);
+  for (const char* name : {"wide-1", "wide-2"})
+    f.cp.create("/api/v1/namespaces/vkube-echo/pods", gpu_pod(name, 2));
+  f.cp.create("/api/v1/namespaces/vkube-fox/pods", gpu_pod("wide-3", 2));
+  f.settle();
+  int held_echo = 0;
+  for (const json& p : f.list("vkube-echo"))
+    held_echo += p["status"].value("nominatedNodeName", "").empty() ? 0 : 1;
+  CHECK(held_echo == 1);
+  json fox = f.cp.get("/api/v1/namespaces/vkube-fox/pods/wide-3");
+  CHECK(!fox["status"].value("nominatedNodeName", "").empty());
 }
