@@ -123,16 +123,18 @@ TEST_CASE("a tenant's Indexed Job reaches the host as one gang; borrowing shows 
     if (!s.is_null()) pending_messages.insert(s.value("message", ""));
   }
   INFO(json(pending_messages).dump());
-  CHECK(eventually([&] {
-    for (const json& p : items(tenant, {"pods", "-l", "batch.kubernetes.io/job-name=big"})) {
-      json s = condition(p, "PodScheduled");
-      // The group as the tenant knows it (Job big), not its host name.
-      if (s.is_null() || s.value("status", "") != "False" ||
-          s.value("message", "").find("pod group big: ") == std::string::npos)
-        return false;
-    }
-    return true;
-  }));
+  CHECK(eventually(
+      [&] {
+        for (const json& p : items(tenant, {"pods", "-l", "batch.kubernetes.io/job-name=big"})) {
+          json s = condition(p, "PodScheduled");
+          // The group as the tenant knows it (Job big), not its host name.
+          if (s.is_null() || s.value("status", "") != "False" ||
+              s.value("message", "").find("pod group big: ") == std::string::npos)
+            return false;
+        }
+        return true;
+      },
+      seconds(30)));  // the status copy waits behind the syncer's queue on a loaded machine
 
   // A malformed gang size: the pod stays in the tenant, which is told why.
   tenant.setup(kBadPod);
