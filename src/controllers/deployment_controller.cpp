@@ -199,7 +199,7 @@ Status DeploymentController::claim_replicasets(Sync& s, const api::LabelSelector
     if (ref != nullptr) {
       if (ref->value("uid", "") != uid) continue;
       if (matches) {
-        s.rss.push_back(*rs);
+        s.rss.push_back(rs);
       } else if (!deleting) {
         ApiResult r = release(ctx_.client, rs_path(*rs), *rs, uid);
         s.wrote = true;
@@ -215,9 +215,9 @@ Status DeploymentController::claim_replicasets(Sync& s, const api::LabelSelector
     else if (r.code != 404 && first.is_ok())
       first = api_status(r, "adopt");
   }
-  std::sort(s.rss.begin(), s.rss.end(), [](const json& a, const json& b) {
-    std::string ca = meta(a, "creationTimestamp"), cb = meta(b, "creationTimestamp");
-    return ca != cb ? ca < cb : meta(a, "name") < meta(b, "name");
+  std::sort(s.rss.items().begin(), s.rss.items().end(), [](const ObjectPtr& a, const ObjectPtr& b) {
+    std::string ca = meta(*a, "creationTimestamp"), cb = meta(*b, "creationTimestamp");
+    return ca != cb ? ca < cb : meta(*a, "name") < meta(*b, "name");
   });
   return first;
 }

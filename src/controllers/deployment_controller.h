@@ -26,14 +26,42 @@ class DeploymentController final : public Controller {
   Status reconcile(const std::string& key) override;
 
  private:
+  // The replica sets of one sync, shared with the informer's cache (a copy
+  // of each 40-container template per sync cost more than the sync itself);
+  // one the sync writes is replaced by the server's answer.
+  class ReplicaSets {
+   public:
+    struct Iterator {
+      std::vector<ObjectPtr>::const_iterator at;
+      const json& operator*() const { return **at; }
+      Iterator& operator++() {
+        ++at;
+        return *this;
+      }
+      bool operator!=(const Iterator& o) const { return at != o.at; }
+    };
+    const json& operator[](size_t i) const { return *items_[i]; }
+    size_t size() const { return items_.size(); }
+    Iterator begin() const { return {items_.begin()}; }
+    Iterator end() const { return {items_.end()}; }
+    void push_back(ObjectPtr rs) { items_.push_back(std::move(rs)); }
+    void push_back(json&& rs) { items_.push_back(std::make_shared<const json>(std::move(rs))); }
+    void replace(size_t i, json&& rs) { items_[i] = std::make_shared<const json>(std::move(rs)); }
+    std::vector<ObjectPtr>& items() { return items_; }
+
+   private:
+    std::vector<ObjectPtr> items_;
+  };
+
   // One sync's view: the deployment and the replica sets it controls, each
   // replaced by the server's answer when written.
   struct Sync {
     std::string key;
     json d;
-    std::vector<json> rss;  // oldest first (creationTimestamp, then name)
+    ReplicaSets rss;  // oldest first (creationTimestamp, then name)
     std::optional<size_t> new_rs;
     std::vector<size_t> old;
+    bool classified = false;  // new_rs and old are known
     bool wrote = false;
   };
 

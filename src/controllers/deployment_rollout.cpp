@@ -33,21 +33,26 @@ std::string pointer_token(std::string_view s) {
 }  // namespace
 
 Status DeploymentController::get_all_replicasets(Sync& s, bool create) {
-  s.new_rs.reset();
-  s.old.clear();
-  const json& tmpl = section(section(s.d, "spec"), "template");
-  for (size_t i = 0; i < s.rss.size(); ++i) {
-    if (!s.new_rs && equal_ignore_hash(section(section(s.rss[i], "spec"), "template"), tmpl))
-      s.new_rs = i;
-    else
-      s.old.push_back(i);
+  // Which ReplicaSet is the new one is found once per sync (kube compares
+  // the templates on each call; no write of this sync changes a template).
+  if (!s.classified) {
+    s.new_rs.reset();
+    s.old.clear();
+    const json& tmpl = section(section(s.d, "spec"), "template");
+    for (size_t i = 0; i < s.rss.size(); ++i) {
+      if (!s.new_rs && equal_ignore_hash(section(section(s.rss[i], "spec"), "template"), tmpl))
+        s.new_rs = i;
+      else
+        s.old.push_back(i);
+    }
+    s.classified = true;
   }
   int64_t max_old = 0;
   for (size_t i : s.old) max_old = std::max(max_old, revision_of(s.rss[i]));
   const std::string revision = std::to_string(max_old + 1);
   if (!s.new_rs) return create ? create_new_replicaset(s, revision) : Status::ok();
 
-  json& rs = s.rss[*s.new_rs];
+  const json& rs = s.rss[*s.new_rs];
   json copy = rs;
   bool annotations = set_new_rs_annotations(s.d, copy, revision, true);
   json min_ready = section(s.d, "spec").value("minReadySeconds", json(0));
@@ -55,7 +60,7 @@ Status DeploymentController::get_all_replicasets(Sync& s, bool create) {
     copy["spec"]["minReadySeconds"] = min_ready;
     ApiResult r = write(s, "PUT", rs_path(copy), copy);
     if (!r.ok()) return api_status(r, "update replica set");
-    rs = std::move(r.body);
+    s.rss.replace(*s.new_rs, std::move(r.body));
     return Status::ok();
   }
   // The revision the new ReplicaSet already carries.
@@ -166,7 +171,7 @@ Result<int64_t> DeploymentController::new_rs_new_replicas(const Sync& s, const j
 // controller do not conflict with it, as a full update would.
 Result<bool> DeploymentController::scale_replicaset(Sync& s, size_t i, int64_t scale,
                                                     const char* operation) {
-  json& rs = s.rss[i];
+  const json& rs = s.rss[i];
   const int64_t old_scale = spec_replicas(rs);
   const int64_t desired = spec_replicas(s.d);
   const int64_t max = desired + max_surge(s.d);
@@ -194,11 +199,12 @@ Result<bool> DeploymentController::scale_replicaset(Sync& s, size_t i, int64_t s
     if (r.code == 422) return Status::conflict("replica set " + meta(rs, "name") + " changed");
     return api_status(r, "scale replica set");
   }
-  rs = std::move(r.body);
+  const std::string name = meta(rs, "name");
+  s.rss.replace(i, std::move(r.body));  // `rs` is gone from here on
   if (!size_changes) return false;
   ctx_.events.record(event_object(s.d), kComponent, "Normal", "ScalingReplicaSet",
-                     std::string("Scaled ") + operation + " replica set " + meta(rs, "name") +
-                         " from " + std::to_string(old_scale) + " to " + std::to_string(scale));
+                     std::string("Scaled ") + operation + " replica set " + name + " from " +
+                         std::to_string(old_scale) + " to " + std::to_string(scale));
   return true;
 }
 

@@ -45,30 +45,63 @@ std::optional<int64_t> parse_int(const std::string& s) {
   return v;
 }
 
-// Drops what Kubernetes' semantic equality ignores: nulls (a nil pointer or
-// map), empty lists, and empty metadata maps.
-void normalize(json& j) {
-  if (j.is_object()) {
-    for (auto it = j.begin(); it != j.end();) {
-      normalize(it.value());
-      const json& v = it.value();
-      bool drop = v.is_null() || (v.is_array() && v.empty()) ||
-                  (v.is_object() && v.empty() &&
-                   (it.key() == "labels" || it.key() == "annotations" || it.key() == "metadata"));
-      it = drop ? j.erase(it) : std::next(it);
-    }
-  } else if (j.is_array()) {
-    for (json& e : j) normalize(e);
-  }
+// Where a walk of a pod template stands: the hash label is ignored only in
+// the template's own metadata.labels.
+enum class Level { kTemplate, kTemplateMeta, kTemplateLabels, kOther };
+
+Level child_level(Level at, std::string_view key) {
+  if (at == Level::kTemplate && key == "metadata") return Level::kTemplateMeta;
+  if (at == Level::kTemplateMeta && key == "labels") return Level::kTemplateLabels;
+  return Level::kOther;
 }
 
-json without_hash(const json& tmpl) {
-  json t = tmpl;
-  if (t.is_object() && t.contains("metadata") && t["metadata"].is_object() &&
-      t["metadata"].contains("labels") && t["metadata"]["labels"].is_object())
-    t["metadata"]["labels"].erase(kHashLabel);
-  normalize(t);
-  return t;
+bool ignored_key(Level at, std::string_view key) {
+  return at == Level::kTemplateLabels && key == kHashLabel;
+}
+
+bool droppable(Level at, std::string_view key, const json& v);
+
+// An object whose every entry Kubernetes' semantic equality ignores.
+bool empty_after_drops(Level at, const json& obj) {
+  for (auto it = obj.begin(); it != obj.end(); ++it)
+    if (!ignored_key(at, it.key()) && !droppable(child_level(at, it.key()), it.key(), it.value()))
+      return false;
+  return true;
+}
+
+// What semantic equality ignores: nulls (a nil pointer or map), empty lists,
+// and metadata maps that are empty once their own ignored entries are gone.
+bool droppable(Level at, std::string_view key, const json& v) {
+  if (v.is_null() || (v.is_array() && v.empty())) return true;
+  return v.is_object() && (key == "labels" || key == "annotations" || key == "metadata") &&
+         empty_after_drops(at, v);
+}
+
+// Semantic equality of two JSON values, walked in place: the controller
+// compares its template with every ReplicaSet's on each sync, so nothing is
+// copied (the copies cost more than the comparison with hundreds of them).
+bool semantic_equal(Level at, const json& a, const json& b) {
+  if (a.is_object() && b.is_object()) {
+    size_t kept_a = 0, kept_b = 0;
+    for (auto it = a.begin(); it != a.end(); ++it) {
+      Level child = child_level(at, it.key());
+      if (ignored_key(at, it.key()) || droppable(child, it.key(), it.value())) continue;
+      ++kept_a;
+      auto other = b.find(it.key());
+      if (other == b.end() || !semantic_equal(child, it.value(), *other)) return false;
+    }
+    for (auto it = b.begin(); it != b.end(); ++it)
+      if (!ignored_key(at, it.key()) && !droppable(child_level(at, it.key()), it.key(), it.value()))
+        ++kept_b;
+    return kept_a == kept_b;
+  }
+  if (a.is_array() && b.is_array()) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (!semantic_equal(Level::kOther, a[i], b[i])) return false;
+    return true;
+  }
+  return a == b;
 }
 
 }  // namespace
@@ -78,7 +111,7 @@ int64_t revision_of(const json& rs) {
 }
 
 bool equal_ignore_hash(const json& a, const json& b) {
-  return without_hash(a) == without_hash(b);
+  return semantic_equal(Level::kTemplate, a, b);
 }
 
 Result<int64_t> scaled_value(const json& v, int64_t total, bool round_up) {
