@@ -220,7 +220,7 @@ std::optional<std::string> resources_match(Context& c, const MatchResources& m, 
 Expression compile_expression(const std::string& source, bool with_params) {
   Expression e;
   e.source = source;
-  e.program = crd::cel::compile_in_cached(source, crd::cel::admission_names(with_params, true), &e.error);
+  e.program = cel::compile_in_cached(source, cel::admission_names(with_params, true), &e.error);
   return e;
 }
 
@@ -261,8 +261,8 @@ json cel_activation(Context& c, const AdmissionRequest& r, const json& ns_obj) {
           {"variables", json::object()}};
 }
 
-crd::cel::Authorizer cel_authorizer(Context& c, const AdmissionRequest& r) {
-  crd::cel::Authorizer a;
+cel::Authorizer cel_authorizer(Context& c, const AdmissionRequest& r) {
+  cel::Authorizer a;
   a.user = c.user.name;
   a.groups = c.user.groups;
   a.group = c.resource().gv.group;
@@ -271,7 +271,7 @@ crd::cel::Authorizer cel_authorizer(Context& c, const AdmissionRequest& r) {
   a.ns = r.ns;
   a.name = r.name;
   Server& server = c.server;
-  a.authorize = [&server](const crd::cel::AuthzAttributes& q) {
+  a.authorize = [&server](const cel::AuthzAttributes& q) {
     rbac::Attributes attrs;
     attrs.user = q.user;
     attrs.groups = q.groups;
@@ -284,21 +284,21 @@ crd::cel::Authorizer cel_authorizer(Context& c, const AdmissionRequest& r) {
     attrs.name = q.name;
     attrs.path = q.path;
     rbac::Decision d = server.authorizer().authorize(attrs);
-    return crd::cel::AuthzDecision{d.allowed, d.reason, ""};
+    return cel::AuthzDecision{d.allowed, d.reason, ""};
   };
   return a;
 }
 
 ConditionOutcome evaluate_conditions(const std::vector<MatchCondition>& conditions,
                                      const json& activation,
-                                     const crd::cel::EvalOptions& options) {
+                                     const cel::EvalOptions& options) {
   ConditionOutcome out;
   for (const MatchCondition& m : conditions) {
     if (!m.expression.program) {
       out.error = "compilation failed for matchCondition " + m.name + ": " + m.expression.error;
       return out;
     }
-    auto v = crd::cel::evaluate(*m.expression.program, activation, nullptr, options);
+    auto v = cel::evaluate(*m.expression.program, activation, nullptr, options);
     if (!v.ok) {
       out.error = "matchCondition " + m.name + ": " + v.error;
       continue;  // kube: a false condition wins over an error
@@ -604,8 +604,8 @@ Applies webhook_applies(Context& c, const Webhook& w, const admission::Target& t
   if (!admission::namespace_selector_matches(c, w.namespace_selector, r, ns_obj)) return out;
   if (!admission::object_selector_matches(w.object_selector, r)) return out;
   if (!w.match_conditions.empty()) {
-    const crd::cel::Authorizer authorizer = admission::cel_authorizer(c, r);
-    crd::cel::EvalOptions options;
+    const cel::Authorizer authorizer = admission::cel_authorizer(c, r);
+    cel::EvalOptions options;
     options.authorizer = &authorizer;
     auto cond = admission::evaluate_conditions(w.match_conditions,
                                                admission::cel_activation(c, r, ns_obj), options);

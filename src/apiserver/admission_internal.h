@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "admission.h"
-#include "cel.h"
 #include "vkube/api/selector.h"
+#include "vkube/cel/cel.h"
 
 namespace vkube::apiserver::admission {
 
@@ -56,7 +56,7 @@ std::vector<Rule> parse_rules(const json& rules);
 // A CEL expression compiled for admission (the variables of admission_policy.cpp's env).
 struct Expression {
   std::string source;
-  std::shared_ptr<const crd::cel::Program> program;  // null: did not compile (error)
+  std::shared_ptr<const cel::Program> program;  // null: did not compile (error)
   std::string error;
 };
 Expression compile_expression(const std::string& source, bool with_params);
@@ -76,11 +76,10 @@ struct ConditionOutcome {
   std::string error;  // set when one failed to evaluate
 };
 ConditionOutcome evaluate_conditions(const std::vector<MatchCondition>& conditions,
-                                     const json& activation,
-                                     const crd::cel::EvalOptions& options);
+                                     const json& activation, const cel::EvalOptions& options);
 // The `authorizer` of a request's expressions: its user, its resource, the server's RBAC.
 // Refers to c.server; lives no longer than the request.
-crd::cel::Authorizer cel_authorizer(Context& c, const AdmissionRequest& r);
+cel::Authorizer cel_authorizer(Context& c, const AdmissionRequest& r);
 
 struct Webhook {
   std::string config, name;

@@ -76,7 +76,7 @@ Result<std::vector<json>> params_of(Context& c, const Policy& p, const Binding& 
 }
 
 // Evaluates one policy with one param object. `applies` false: a match condition did not hold.
-Decision evaluate(const Policy& p, json activation, const crd::cel::EvalOptions& options,
+Decision evaluate(const Policy& p, json activation, const cel::EvalOptions& options,
                   bool* applies) {
   Decision d;
   *applies = true;
@@ -93,7 +93,7 @@ Decision evaluate(const Policy& p, json activation, const crd::cel::EvalOptions&
   json& vars = activation["variables"];
   for (const auto& [name, e] : p.variables) {
     if (!e.program) continue;
-    auto v = crd::cel::evaluate(*e.program, activation, nullptr, options);
+    auto v = cel::evaluate(*e.program, activation, nullptr, options);
     if (v.ok) vars[name] = std::move(v.value);
   }
   // auditAnnotations: a string is recorded, null leaves the key out, anything else (or an
@@ -101,7 +101,7 @@ Decision evaluate(const Policy& p, json activation, const crd::cel::EvalOptions&
   for (const auto& [key, e] : p.audit_annotations) {
     std::string error = e.program ? "" : "compilation error: " + e.error;
     if (e.program) {
-      auto v = crd::cel::evaluate(*e.program, activation, nullptr, options);
+      auto v = cel::evaluate(*e.program, activation, nullptr, options);
       if (!v.ok)
         error = "valueExpression '" + e.source + "' resulted in error: " + v.error;
       else if (v.value.is_string())
@@ -122,7 +122,7 @@ Decision evaluate(const Policy& p, json activation, const crd::cel::EvalOptions&
       d.message = "compilation error: " + val.expression.error;
       return d;
     }
-    auto v = crd::cel::evaluate(*val.expression.program, activation, nullptr, options);
+    auto v = cel::evaluate(*val.expression.program, activation, nullptr, options);
     if (!v.ok) {
       d.failed = d.error = true;
       d.message = "expression '" + val.expression.source + "' resulted in error: " + v.error;
@@ -137,7 +137,7 @@ Decision evaluate(const Policy& p, json activation, const crd::cel::EvalOptions&
     d.failed = true;
     d.reason = val.reason.empty() ? "Invalid" : val.reason;
     if (val.message_expression.program) {
-      auto m = crd::cel::evaluate(*val.message_expression.program, activation, nullptr, options);
+      auto m = cel::evaluate(*val.message_expression.program, activation, nullptr, options);
       if (m.ok && m.value.is_string() && !m.value.get<std::string>().empty())
         d.message = m.value.get<std::string>();
     }
@@ -176,8 +176,8 @@ std::optional<ApiError> run_policies(Context& c, const Snapshot& s, const Admiss
                                      const Target& t, const json& ns_obj) {
   json base;
   std::optional<std::string> base_version;  // the version `base` shows the objects at
-  const crd::cel::Authorizer authorizer = cel_authorizer(c, r);
-  crd::cel::EvalOptions options;
+  const cel::Authorizer authorizer = cel_authorizer(c, r);
+  cel::EvalOptions options;
   options.authorizer = &authorizer;
   for (const Binding& b : s.bindings) {
     auto pit = std::find_if(s.policies.begin(), s.policies.end(),

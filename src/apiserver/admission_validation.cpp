@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "admission.h"
-#include "cel.h"
 #include "field_errors.h"
+#include "vkube/cel/cel.h"
 
 namespace vkube::apiserver::admission {
 namespace {
@@ -49,9 +49,8 @@ class Checker {
     }
     if (std::find(stored_.begin(), stored_.end(), expr) != stored_.end()) return;
     std::string error;
-    if (crd::cel::compile_in_cached(expr, crd::cel::admission_names(params, authorizer), &error))
-      return;
-    if (crd::cel::unsupported_by_vkube(error)) {
+    if (cel::compile_in_cached(expr, cel::admission_names(params, authorizer), &error)) return;
+    if (cel::unsupported_by_vkube(error)) {
       if (warnings_ != nullptr)
         warnings_->push_back(at +
                              ": vkube cannot evaluate this expression, so it fails at "

@@ -1,7 +1,7 @@
 #include "custom_resources.h"
 
 #include "admission.h"
-#include "cel.h"
+#include "cel_rules.h"
 #include "custom_conversion.h"
 #include "definition.h"
 #include "jsonpath.h"

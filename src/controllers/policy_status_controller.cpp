@@ -11,8 +11,8 @@
 #include <optional>
 #include <set>
 
-#include "cel.h"
 #include "controller.h"
+#include "vkube/cel/cel.h"
 #include "vkube/common/log.h"
 
 namespace vkube::controllers {
@@ -184,24 +184,23 @@ class PolicyStatusController final : public Controller {
     }
     json out = json::array();
     if (targets.empty()) return out;
-    const auto& names = apiserver::crd::cel::admission_names(has_params, true);
+    const auto& names = cel::admission_names(has_params, true);
     // The variables, compiled once: each one's type flows into the expressions using it.
-    std::vector<std::shared_ptr<const apiserver::crd::cel::Program>> variable_programs;
-    std::vector<std::pair<std::string, const apiserver::crd::cel::Program*>> variables;
+    std::vector<std::shared_ptr<const cel::Program>> variable_programs;
+    std::vector<std::pair<std::string, const cel::Program*>> variables;
     for (const json& v : spec.value("variables", json::array())) {
       std::string error;
-      variable_programs.push_back(
-          apiserver::crd::cel::compile_in_cached(v.value("expression", ""), names, &error));
+      variable_programs.push_back(cel::compile_in_cached(v.value("expression", ""), names, &error));
       variables.emplace_back(v.value("name", ""), variable_programs.back().get());
     }
     auto check = [&](const std::string& field_ref, const std::string& expr) {
       if (expr.empty()) return;
       std::string error;
-      auto program = apiserver::crd::cel::compile_in_cached(expr, names, &error);
+      auto program = cel::compile_in_cached(expr, names, &error);
       if (!program) return;  // refused when written, or beyond vkube's CEL
       std::string text;
       for (const Target& t : targets) {
-        apiserver::crd::cel::TypeEnv env;
+        cel::TypeEnv env;
         env.object = t.schema;
         env.params = params;
         env.variables = variables;
@@ -215,7 +214,7 @@ class PolicyStatusController final : public Controller {
           }
           return nullptr;
         };
-        std::vector<std::string> issues = apiserver::crd::cel::check_types(*program, env);
+        std::vector<std::string> issues = cel::check_types(*program, env);
         if (issues.empty()) continue;
         std::string joined;
         for (const std::string& i : issues) joined += (joined.empty() ? "" : "\n") + i;

@@ -5,11 +5,11 @@
 // The evaluator must stop within the limit and say why; nothing may throw.
 #include <nlohmann/json.hpp>
 
-#include "cel.h"
 #include "fuzz_util.h"
+#include "vkube/cel/cel.h"
 
 using nlohmann::json;
-namespace cel = vkube::apiserver::crd::cel;
+namespace cel = vkube::cel;
 
 namespace {
 

@@ -7,9 +7,9 @@
 #include <string>
 
 #include "fuzz_util.h"
-#include "re2_regex.h"
+#include "vkube/cel/re2_regex.h"
 
-using vkube::apiserver::crd::Regex;
+using vkube::cel::Regex;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto [pattern, text] = vkube::fuzz::split2(vkube::fuzz::as_text(data, size));
@@ -35,7 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     } else {
       if (end >= text.size()) break;
       size_t next = end;
-      (void)vkube::apiserver::crd::decode_utf8(text, &next);
+      (void)vkube::cel::decode_utf8(text, &next);
       FUZZ_CHECK(next > end);
       from = next;
     }

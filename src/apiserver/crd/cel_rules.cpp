@@ -7,7 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "cel.h"
+#include "cel_rules.h"
 
 namespace vkube::apiserver::crd::cel {
 namespace {

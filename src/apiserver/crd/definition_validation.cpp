@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <set>
 
-#include "cel.h"
+#include "cel_rules.h"
 #include "definition.h"
 #include "jsonpath.h"
 #include "structural.h"

@@ -1,5 +1,5 @@
-// `pattern` support: Go RE2 patterns run on the linear-time RE2 engine CEL uses (re2_regex.h),
-// so no pattern can hang validation and no value, however long, can exhaust the stack (std::regex
+// `pattern` support: Go RE2 patterns run on the RE2 engine CEL uses (vkube/cel/re2_regex.h), so
+// no pattern can hang validation and no value, however long, can exhaust the stack (std::regex
 // could do both). Compiled patterns are cached per thread. A pattern the engine does not support
 // (Unicode classes such as \p{L}) matches everything rather than refusing resources kube would
 // accept. The CRD check reports only the syntax errors RE2 itself reports, worded as Go's regexp
@@ -11,10 +11,12 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "re2_regex.h"
 #include "structural_internal.h"
+#include "vkube/cel/re2_regex.h"
 
 namespace vkube::apiserver::crd::detail {
+
+using vkube::cel::Regex;
 
 struct CompiledPattern {
   std::shared_ptr<const Regex> re;  // null when the pattern is invalid or unsupported here

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apiserver/admission_internal.h"
+#include "cel_rules.h"
 #include "support/api_server.h"
 #include "vkube/common/base64.h"
 #include "vkube/http/server.h"

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "cel.h"
+#include "cel_rules.h"
 
 namespace vkube::apiserver::crd::cel {
 namespace {

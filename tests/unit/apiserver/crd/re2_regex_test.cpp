@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "cel.h"
-#include "re2_regex.h"
+#include "cel_rules.h"
+#include "vkube/cel/re2_regex.h"
 #include "structural.h"
 
 namespace vkube::apiserver::crd {

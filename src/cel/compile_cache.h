@@ -9,7 +9,7 @@
 #include <string_view>
 #include <unordered_map>
 
-namespace vkube::apiserver::crd {
+namespace vkube::cel {
 
 template <typename T>
 class CompileCache {
@@ -48,4 +48,4 @@ class CompileCache {
   std::unordered_map<std::string, Entry> entries_;
 };
 
-}  // namespace vkube::apiserver::crd
+}  // namespace vkube::cel

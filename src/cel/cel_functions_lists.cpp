@@ -8,7 +8,7 @@
 
 #include "cel_internal.h"
 
-namespace vkube::apiserver::crd::cel::detail {
+namespace vkube::cel::detail {
 namespace {
 
 Value list_is_sorted(const Value& l, Ctx& ctx) {
@@ -166,4 +166,4 @@ Value optional_function(Fn fn, const std::vector<Value>& a) {
   }
 }
 
-}  // namespace vkube::apiserver::crd::cel::detail
+}  // namespace vkube::cel::detail

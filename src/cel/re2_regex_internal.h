@@ -9,9 +9,9 @@
 #include <utility>
 #include <vector>
 
-#include "re2_regex.h"
+#include "vkube/cel/re2_regex.h"
 
-namespace vkube::apiserver::crd {
+namespace vkube::cel {
 namespace re2_detail {
 
 // Go's limits: {n,m} counts above 1000 and groups nested deeper than 1000 are refused (the latter
@@ -134,4 +134,4 @@ struct Regex::Impl {
   std::vector<re2_detail::RegexClass> classes;
 };
 
-}  // namespace vkube::apiserver::crd
+}  // namespace vkube::cel

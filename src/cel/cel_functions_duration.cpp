@@ -9,7 +9,7 @@
 
 #include "cel_internal.h"
 
-namespace vkube::apiserver::crd::cel::detail {
+namespace vkube::cel::detail {
 
 // time.ParseDuration: [-+]? then one or more decimal numbers, each with a unit; "0" alone.
 std::optional<int64_t> parse_duration(std::string_view s) {
@@ -105,4 +105,4 @@ Value duration_function(Fn fn, const std::vector<Value>& a) {
   }
 }
 
-}  // namespace vkube::apiserver::crd::cel::detail
+}  // namespace vkube::cel::detail

@@ -11,7 +11,7 @@
 
 #include "cel_internal.h"
 
-namespace vkube::apiserver::crd::cel::detail {
+namespace vkube::cel::detail {
 namespace {
 
 using NodePtr = std::unique_ptr<Node>;
@@ -478,4 +478,4 @@ std::unique_ptr<Node> parse(std::string_view src, std::vector<Token> toks, Issue
   return Parser(src, std::move(toks)).parse(issue);
 }
 
-}  // namespace vkube::apiserver::crd::cel::detail
+}  // namespace vkube::cel::detail

@@ -9,7 +9,7 @@
 
 #include "cel_internal.h"
 
-namespace vkube::apiserver::crd::cel {
+namespace vkube::cel {
 namespace detail {
 namespace {
 
@@ -278,4 +278,4 @@ std::vector<std::string> check_types(const Program& program, const TypeEnv& env)
   }
 }
 
-}  // namespace vkube::apiserver::crd::cel
+}  // namespace vkube::cel

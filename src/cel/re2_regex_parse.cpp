@@ -10,7 +10,7 @@
 
 #include "re2_regex_internal.h"
 
-namespace vkube::apiserver::crd::re2_detail {
+namespace vkube::cel::re2_detail {
 namespace {
 
 int hex_value(char c) {
@@ -528,4 +528,4 @@ bool parse_regex(std::string_view pattern, RegexNode* out, std::vector<RegexClas
   return RegexParser(pattern, classes).parse(out, error);
 }
 
-}  // namespace vkube::apiserver::crd::re2_detail
+}  // namespace vkube::cel::re2_detail

@@ -10,7 +10,7 @@
 #include "cel_internal.h"
 #include "vkube/api/quantity.h"
 
-namespace vkube::apiserver::crd::cel::detail {
+namespace vkube::cel::detail {
 namespace {
 
 constexpr std::string_view kQuantityError =
@@ -89,4 +89,4 @@ Value quantity_function(Fn fn, const std::vector<Value>& a) {
   }
 }
 
-}  // namespace vkube::apiserver::crd::cel::detail
+}  // namespace vkube::cel::detail

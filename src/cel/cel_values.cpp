@@ -13,7 +13,7 @@
 
 #include "cel_internal.h"
 
-namespace vkube::apiserver::crd::cel::detail {
+namespace vkube::cel::detail {
 namespace {
 
 const json* child(const json* schema, std::string_view key) {
@@ -347,4 +347,4 @@ json to_json(const Value& v, int depth) {
   return nullptr;
 }
 
-}  // namespace vkube::apiserver::crd::cel::detail
+}  // namespace vkube::cel::detail

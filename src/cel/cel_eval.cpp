@@ -11,7 +11,7 @@
 
 #include "cel_internal.h"
 
-namespace vkube::apiserver::crd::cel {
+namespace vkube::cel {
 namespace detail {
 namespace {
 
@@ -597,4 +597,4 @@ EvalResult evaluate(const Program& program, const json& self, const json* old_se
   return result;
 }
 
-}  // namespace vkube::apiserver::crd::cel
+}  // namespace vkube::cel

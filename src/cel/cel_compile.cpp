@@ -14,7 +14,7 @@
 #include "cel_internal.h"
 #include "compile_cache.h"
 
-namespace vkube::apiserver::crd::cel {
+namespace vkube::cel {
 namespace detail {
 namespace {
 
@@ -539,4 +539,4 @@ std::shared_ptr<const Program> compile_cached(std::string_view expr, std::string
                    [](std::string_view e, std::string* err) { return compile(e, err); });
 }
 
-}  // namespace vkube::apiserver::crd::cel
+}  // namespace vkube::cel

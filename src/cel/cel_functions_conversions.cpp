@@ -13,7 +13,7 @@
 
 #include "cel_internal.h"
 
-namespace vkube::apiserver::crd::cel::detail {
+namespace vkube::cel::detail {
 namespace {
 
 // Go's strconv.ParseInt/ParseUint (base 10, optional sign) and their error text.
@@ -177,4 +177,4 @@ Value to_bytes(const Value& v) {
   return no_overload();
 }
 
-}  // namespace vkube::apiserver::crd::cel::detail
+}  // namespace vkube::cel::detail

@@ -20,7 +20,7 @@
 #include <string>
 #include <string_view>
 
-namespace vkube::apiserver::crd {
+namespace vkube::cel {
 
 // UTF-8 as Go decodes it: the code point at byte *i (U+FFFD for an invalid byte, advancing one
 // byte), advancing *i. Exported because callers stepping through text between matches (findAll
@@ -59,4 +59,4 @@ class Regex {
   std::unique_ptr<const Impl> impl_;
 };
 
-}  // namespace vkube::apiserver::crd
+}  // namespace vkube::cel

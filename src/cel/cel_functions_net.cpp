@@ -13,7 +13,7 @@
 
 #include "cel_internal.h"
 
-namespace vkube::apiserver::crd::cel::detail {
+namespace vkube::cel::detail {
 namespace {
 
 struct Addr {
@@ -238,4 +238,4 @@ Value net_function(Fn fn, const std::vector<Value>& a) {
   }
 }
 
-}  // namespace vkube::apiserver::crd::cel::detail
+}  // namespace vkube::cel::detail

@@ -10,7 +10,7 @@
 
 #include "cel_internal.h"
 
-namespace vkube::apiserver::crd::cel::detail {
+namespace vkube::cel::detail {
 namespace {
 
 using Type = AuthzObject::Type;
@@ -198,4 +198,4 @@ Value authz_function(Fn fn, const std::vector<Value>& a, Ctx& ctx) {
   }
 }
 
-}  // namespace vkube::apiserver::crd::cel::detail
+}  // namespace vkube::cel::detail

@@ -14,7 +14,7 @@
 #include "compile_cache.h"
 #include "re2_regex_internal.h"
 
-namespace vkube::apiserver::crd {
+namespace vkube::cel {
 
 char32_t decode_utf8(std::string_view s, std::size_t* i) {
   auto c = static_cast<unsigned char>(s[*i]);
@@ -353,4 +353,4 @@ std::size_t Regex::program_size() const {
   return impl_->prog.size();
 }
 
-}  // namespace vkube::apiserver::crd
+}  // namespace vkube::cel

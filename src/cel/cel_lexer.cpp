@@ -9,7 +9,7 @@
 
 #include "cel_internal.h"
 
-namespace vkube::apiserver::crd::cel::detail {
+namespace vkube::cel::detail {
 namespace {
 
 bool is_ident_start(char c) {
@@ -329,4 +329,4 @@ bool lex(std::string_view src, std::vector<Token>* out, Issue* issue) {
   return Lexer(src).run(out, issue);
 }
 
-}  // namespace vkube::apiserver::crd::cel::detail
+}  // namespace vkube::cel::detail

@@ -15,7 +15,7 @@
 
 #include "cel_internal.h"
 
-namespace vkube::apiserver::crd::cel::detail {
+namespace vkube::cel::detail {
 namespace {
 
 namespace chr = std::chrono;
@@ -217,4 +217,4 @@ Value timestamp_function(Fn fn, const std::vector<Value>& a) {
   }
 }
 
-}  // namespace vkube::apiserver::crd::cel::detail
+}  // namespace vkube::cel::detail

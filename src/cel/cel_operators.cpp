@@ -10,7 +10,7 @@
 
 #include "cel_internal.h"
 
-namespace vkube::apiserver::crd::cel::detail {
+namespace vkube::cel::detail {
 namespace {
 
 // -1, 0 or 1; 2 when unordered (NaN).
@@ -381,4 +381,4 @@ Value contains_value(const Value& container, const Value& v, Ctx& ctx) {
   return no_overload();
 }
 
-}  // namespace vkube::apiserver::crd::cel::detail
+}  // namespace vkube::cel::detail

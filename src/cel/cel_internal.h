@@ -11,9 +11,9 @@
 #include <utility>
 #include <vector>
 
-#include "cel.h"
+#include "vkube/cel/cel.h"
 
-namespace vkube::apiserver::crd::cel::detail {
+namespace vkube::cel::detail {
 
 // ---------------------------------------------------------------------------------------------
 // Front end: cel_lexer.cpp, cel_parse.cpp, cel_compile.cpp
@@ -332,4 +332,4 @@ Value authorizer_value(const Ctx& ctx);
 Value authz_field(const Value& target, std::string_view name);
 Value authz_function(Fn fn, const std::vector<Value>& a, Ctx& ctx);
 
-}  // namespace vkube::apiserver::crd::cel::detail
+}  // namespace vkube::cel::detail

@@ -1,15 +1,16 @@
-// CEL (Common Expression Language) for CustomResourceDefinition validation rules: the subset
-// kube-apiserver's x-kubernetes-validations rules use, parsed to an AST and evaluated over JSON,
-// plus the schema walker that applies a CRD's rules to a custom resource with kube's error
-// wording. Typing is dynamic: what kube's type checker rejects when the CRD is written (a string
-// added to an int, say) surfaces here as kube's runtime "no such overload" error instead.
+// CEL (Common Expression Language) as kube-apiserver evaluates it: the subset its
+// x-kubernetes-validations rules and ValidatingAdmissionPolicy expressions use, parsed to an AST
+// and evaluated over JSON. A module apart from the API server, as kube keeps k8s.io/apiserver's
+// cel packages apart from its handlers: CRD rules (src/apiserver/crd/cel_rules.h) and admission
+// policies both build on it. Typing is dynamic: what kube's type checker rejects when the CRD is
+// written (a string added to an int, say) surfaces here as kube's runtime "no such overload"
+// error instead.
 //
-// Files: cel_lexer.cpp, cel_parse.cpp (tokens, the AST and its macros), cel_compile.cpp (name
-// resolution, compile() and its cache), cel_eval.cpp (the tree walk, function dispatch),
-// cel_values.cpp (values over JSON), cel_operators.cpp (equality, ordering, arithmetic),
-// cel_functions_{strings,conversions,lists}.cpp (the function libraries), cel_rules.cpp (the
-// schema walker and CRD checks); cel_internal.h is private to them. Regular expressions are
-// re2_regex.h's.
+// Files (src/cel/): cel_lexer.cpp, cel_parse.cpp (tokens, the AST and its macros),
+// cel_compile.cpp (name resolution, compile() and its cache), cel_eval.cpp (the tree walk,
+// function dispatch), cel_values.cpp (values over JSON), cel_operators.cpp (equality, ordering,
+// arithmetic), cel_functions_*.cpp (the function libraries), cel_check.cpp (admission type
+// checks); cel_internal.h is private to them. Regular expressions are re2_regex.h's.
 #pragma once
 
 #include <cstdint>
@@ -21,13 +22,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "field_errors.h"
-#include "re2_regex.h"
+#include "vkube/cel/re2_regex.h"
 
-namespace vkube::apiserver::crd::cel {
+namespace vkube::cel {
 
 using json = nlohmann::json;
-using FieldErrors = vkube::apiserver::FieldErrors;
 
 // Deepest nesting of parenthesised/bracketed sub-expressions (cel-go counts its `expr` rule).
 inline constexpr int kMaxExpressionNesting = 100;
@@ -44,7 +43,7 @@ namespace detail {
 
 // The regex engine lives in re2_regex.h (shared with the schema `pattern` keyword); the name stays
 // reachable here for callers that spell it cel::detail::Regex.
-using crd::Regex;
+using vkube::cel::Regex;
 
 enum class LitKind : uint8_t { kNull, kBool, kInt, kUint, kDouble, kString, kBytes, kType };
 
@@ -363,20 +362,4 @@ std::vector<std::string> check_types(const Program& program, const TypeEnv& env)
 EvalResult evaluate(const Program& program, const json& self, const json* old_self,
                     const EvalOptions& options = {});
 
-// Evaluates every x-kubernetes-validations rule of `schema` (a CRD version's openAPIV3Schema)
-// against `obj`, `self` bound to the value at each rule's node; transition rules (those using
-// oldSelf) only when `old` is non-null and holds a value at the same place (correlated through
-// object properties, map keys and list-type=map keys, as kube does). Appends kube's errors:
-//   <nil>: Invalid value: "object": failed rule: self.a < self.b
-//   spec.x: Invalid value: "integer": no such key: y evaluating rule: self.y > 0
-// Rules are compiled once per process (compile_cached). Never throws.
-void validate_rules(const json& schema, const json& obj, const json* old, FieldErrors& errs);
-
-// For CRD create/update: what kube's CRD validation reports about the rules in `schema` (rooted at
-// `path`, e.g. "spec.versions[0].schema.openAPIV3Schema"), one "<field>: <detail>" string each:
-//   <path>.properties[spec].x-kubernetes-validations[0].rule: compilation failed: ERROR: ...
-// (rules and messageExpressions that do not compile, transition rules on uncorrelatable nodes,
-// invalid fieldPaths and reasons). Empty when every rule is usable.
-std::vector<std::string> check_rules(const json& schema, const std::string& path);
-
-}  // namespace vkube::apiserver::crd::cel
+}  // namespace vkube::cel

@@ -11,7 +11,7 @@
 
 #include "cel_internal.h"
 
-namespace vkube::apiserver::crd::cel::detail {
+namespace vkube::cel::detail {
 namespace {
 
 constexpr int kDefaultPrecision = 6;
@@ -295,4 +295,4 @@ Value format_function(Fn fn, const std::vector<Value>& a, Ctx& ctx) {
   return format(a[0].str(), a[1], ctx);
 }
 
-}  // namespace vkube::apiserver::crd::cel::detail
+}  // namespace vkube::cel::detail

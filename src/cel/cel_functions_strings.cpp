@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "cel_internal.h"
-#include "re2_regex.h"
+#include "vkube/cel/re2_regex.h"
 
-namespace vkube::apiserver::crd::cel::detail {
+namespace vkube::cel::detail {
 namespace {
 
 std::u32string to_runes(std::string_view s) {
@@ -303,4 +303,4 @@ Value regex_function(const Node& n, const std::vector<Value>& a, Ctx& ctx) {
   return make_string(re->find(text, 0, &b, &e) ? std::string(text.substr(b, e - b)) : "");
 }
 
-}  // namespace vkube::apiserver::crd::cel::detail
+}  // namespace vkube::cel::detail
