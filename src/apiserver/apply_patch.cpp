@@ -88,11 +88,48 @@ http::Response handle_apply(Context& c) {
   req.object_ref =
       c.info.namespace_ + "/" + c.info.name + "; " + gvk_string(r.gv.api_version(), r.kind);
 
+  std::optional<ApiError> refused;
+  // What the apply made of managedFields (prepare_update may reset them).
+  json fields;
+  // The update read the object (else its 404 means there is none).
+  bool found = false;
+  auto update = [&] {
+    return guaranteed_update(
+        c,
+        [&](const json& cur) -> Result<json> {
+          found = true;
+          refused.reset();
+          // No copy of the live object: apiVersion and kind are never
+          // tracked, and the merge takes them from the configuration.
+          req.live = &cur;
+          auto applied = apply::run_apply(req);
+          if (!applied.is_ok()) return applied.status();
+          if (!applied->conflicts.empty()) {
+            refused = conflict_error(applied->conflicts);
+            return refused->status;
+          }
+          json next = std::move(applied->object);
+          fields = next["metadata"].value("managedFields", json());
+          // A resourceVersion the configuration does not give is no precondition.
+          if (str_at(config["metadata"], "resourceVersion").empty())
+            next["metadata"].erase("resourceVersion");
+          return next;
+        },
+        [&](const json& cur, json& next) {
+          if (fields.is_null())
+            next["metadata"].erase("managedFields");
+          else
+            next["metadata"]["managedFields"] = fields;
+          apply::keep_times_if_unchanged(cur, next);
+        });
+  };
+
+  // The object is read once, by the update; only when it is missing does
+  // apply create it (and a create that loses a race updates after all).
   for (int attempt = 0; attempt < 8; ++attempt) {
-    auto cur = read_object(c, c.info.name);
-    if (cur.is_ok()) break;
-    if (cur.status().code() != Code::kNotFound || !c.info.subresource.empty())
-      return error_response(storage_error(c, cur.status(), c.info.name));
+    http::Response resp = update();
+    if (refused) return error_response(*refused);
+    if (found || resp.status != 404 || !c.info.subresource.empty()) return resp;
     // Apply creates what does not exist yet, which needs the create verb
     // too (the chain authorized "patch"), as on kube.
     if (!rbac::is_privileged(c.user.groups)) {
@@ -106,42 +143,10 @@ http::Response handle_apply(Context& c) {
     if (!applied.is_ok()) return error_response(applied.status());
     json obj = std::move(applied->object);
     if (str_at(obj["metadata"], "name").empty()) obj["metadata"]["name"] = c.info.name;
-    http::Response resp = create_object(c, std::move(obj), false);
+    resp = create_object(c, std::move(obj), false);
     if (resp.status != 409 || resp.body.find("\"AlreadyExists\"") == std::string::npos) return resp;
   }
-
-  std::optional<ApiError> refused;
-  json fields;  // what the apply made of managedFields; prepare_update may reset them
-  http::Response resp = guaranteed_update(
-      c,
-      [&](const json& cur) -> Result<json> {
-        refused.reset();
-        json live = cur;
-        live["apiVersion"] = r.gv.api_version();
-        live["kind"] = r.kind;
-        req.live = &live;
-        auto applied = apply::run_apply(req);
-        if (!applied.is_ok()) return applied.status();
-        if (!applied->conflicts.empty()) {
-          refused = conflict_error(applied->conflicts);
-          return refused->status;
-        }
-        json next = std::move(applied->object);
-        fields = next["metadata"].value("managedFields", json());
-        // A resourceVersion the configuration does not give is no precondition.
-        if (str_at(config["metadata"], "resourceVersion").empty())
-          next["metadata"].erase("resourceVersion");
-        return next;
-      },
-      [&](const json& cur, json& next) {
-        if (fields.is_null())
-          next["metadata"].erase("managedFields");
-        else
-          next["metadata"]["managedFields"] = fields;
-        apply::keep_times_if_unchanged(cur, next);
-      });
-  if (refused) return error_response(*refused);
-  return resp;
+  return update();
 }
 
 }  // namespace vkube::apiserver

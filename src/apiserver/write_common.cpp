@@ -4,6 +4,7 @@
 #include "custom_resources.h"
 #include "codec.h"
 #include "decode_error.h"
+#include "managed_fields.h"
 #include "patch_decode.h"
 #include "vkube/schema/validation.h"
 #include "object.h"
@@ -272,12 +273,6 @@ ApiError storage_error(const api::Resource& r, const Status& s, const std::strin
 
 namespace {
 
-json without(const json& obj, std::initializer_list<const char*> keys) {
-  json copy = obj;
-  for (const char* k : keys) copy.erase(k);
-  return copy;
-}
-
 bool being_deleted_and_finalized(const Kind& k, const json& obj) {
   const json& meta = obj["metadata"];
   if (!meta.contains("deletionTimestamp")) return false;
@@ -325,13 +320,11 @@ void prepare_update(Context& c, const json& cur, json& next) {
     int64_t gen = cm.value("generation", int64_t{1});
     // A custom kind without a status subresource counts status as spec.
     const bool status_is_spec = c.resource().is_custom && !c.resource().status_subresource;
-    json a = without(next, {"metadata", "apiVersion", "kind"});
-    json b = without(cur, {"metadata", "apiVersion", "kind"});
-    if (!status_is_spec) {
-      a.erase("status");
-      b.erase("status");
-    }
-    if (a != b) ++gen;
+    // Compared in place: copies of both objects cost more than the comparison.
+    bool same = status_is_spec
+                    ? apply::equal_except(next, cur, {"metadata", "apiVersion", "kind"})
+                    : apply::equal_except(next, cur, {"metadata", "apiVersion", "kind", "status"});
+    if (!same) ++gen;
     m["generation"] = gen;
   }
 }

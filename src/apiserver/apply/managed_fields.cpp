@@ -168,19 +168,32 @@ void track_update(const json* old, json& next, const Type& t, Scope scope, const
   set_managed_fields(next, encode_managed_fields(std::move(base)));
 }
 
+bool equal_except(const json& a, const json& b, std::initializer_list<std::string_view> skip) {
+  if (!a.is_object() || !b.is_object()) return a == b;
+  auto skipped = [&](const std::string& k) {
+    return std::find(skip.begin(), skip.end(), k) != skip.end();
+  };
+  size_t kept_a = 0, kept_b = 0;
+  for (auto it = a.begin(); it != a.end(); ++it) {
+    if (skipped(it.key())) continue;
+    ++kept_a;
+    auto other = b.find(it.key());
+    if (other == b.end() || *other != it.value()) return false;
+  }
+  for (auto it = b.begin(); it != b.end(); ++it) kept_b += skipped(it.key()) ? 0 : 1;
+  return kept_a == kept_b;
+}
+
 void keep_times_if_unchanged(const json& old, json& next) {
   const json* om = managed_fields_of(old);
   const json* nm = managed_fields_of(next);
   if (om == nullptr || nm == nullptr || !om->is_array() || !nm->is_array() ||
       om->size() != nm->size() || *om == *nm)
     return;
-  for (size_t i = 0; i < om->size(); ++i) {
-    if (!(*om)[i].is_object() || !(*nm)[i].is_object()) return;
-    json a = (*om)[i], b = (*nm)[i];
-    a.erase("time");
-    b.erase("time");
-    if (a != b) return;
-  }
+  // Entry by entry, "time" aside, without copying them (FieldsV1 of a big
+  // object is large, and each apply by the same manager gets here).
+  for (size_t i = 0; i < om->size(); ++i)
+    if (!(*om)[i].is_object() || !equal_except((*om)[i], (*nm)[i], {"time"})) return;
   json& meta = next["metadata"];
   json saved = std::move(meta["managedFields"]);
   meta["managedFields"] = *om;

@@ -8,7 +8,9 @@
 //   with other owners of fields whose values it would change.
 #pragma once
 
+#include <initializer_list>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -74,6 +76,10 @@ void record_update(ManagedFields& entries, const Comparison& c, const Writer& w)
 // next.metadata.managedFields; keeps old's unchanged when the write changed
 // no tracked field.
 void track_update(const json* old, json& next, const Type& t, Scope scope, const Writer& w);
+
+// a == b but for the top-level keys `skip` of two objects, compared in place
+// (no copies of either).
+bool equal_except(const json& a, const json& b, std::initializer_list<std::string_view> skip);
 
 // kube reverts managedFields timestamps on a write that changes nothing
 // else, so that it stays a no-op: when `next` equals `old` except for the

@@ -48,12 +48,15 @@ json merge_value(const json* live, const json& cfg, const Type& t, Level lv) {
   if (cfg.is_null()) return cfg;
   if (is_list(s)) return merge_list(live, cfg, t);
   if (!is_mapish(s)) return cfg;
-  json out = live && live->is_object() ? *live : json::object();
+  // Only what the configuration leaves alone is copied from live: copying
+  // the whole live value at every level copied a 40-container template once
+  // per level of depth.
+  json out = json::object();
+  if (live && live->is_object())
+    for (auto it = live->begin(); it != live->end(); ++it)
+      if (!cfg.contains(it.key())) out[it.key()] = it.value();
   for (auto it = cfg.begin(); it != cfg.end(); ++it) {
-    if (it.value().is_null()) {
-      out.erase(it.key());
-      continue;
-    }
+    if (it.value().is_null()) continue;
     out[it.key()] = merge_value(find_key(live, it.key()), it.value(), child_type(t, it.key(), lv),
                                 child_level(lv, it.key()));
   }
