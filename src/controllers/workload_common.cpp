@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <mutex>
 
+#include "vkube/api/json_path.h"
+
 namespace vkube::controllers::workload {
 
 Status api_status(const ApiResult& r) {
@@ -199,26 +201,13 @@ Status delete_revision(LocalClient& client, const json& revision) {
 
 // --- JSON accessors ----------------------------------------------------------
 
-namespace {
-const json* find_path(const json& obj, std::initializer_list<const char*> path) {
-  const json* cur = &obj;
-  for (const char* p : path) {
-    if (!cur->is_object()) return nullptr;
-    auto it = cur->find(p);
-    if (it == cur->end()) return nullptr;
-    cur = &*it;
-  }
-  return cur;
-}
-}  // namespace
-
 int64_t int_at(const json& obj, std::initializer_list<const char*> path, int64_t fallback) {
-  const json* v = find_path(obj, path);
+  const json* v = api::json_at(obj, path);
   return v != nullptr && v->is_number_integer() ? v->get<int64_t>() : fallback;
 }
 
 std::string str_at(const json& obj, std::initializer_list<const char*> path) {
-  const json* v = find_path(obj, path);
+  const json* v = api::json_at(obj, path);
   return v != nullptr && v->is_string() ? v->get<std::string>() : std::string();
 }
 

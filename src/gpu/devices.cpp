@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "vkube/api/json_path.h"
 #include "vkube/api/quantity.h"
 #include "vkube/gpu/resources.h"
 
@@ -10,26 +11,15 @@ namespace vkube::gpu {
 
 namespace {
 
-const json* find(const json& j, std::initializer_list<const char*> path) {
-  const json* cur = &j;
-  for (const char* p : path) {
-    if (!cur->is_object()) return nullptr;
-    auto it = cur->find(p);
-    if (it == cur->end()) return nullptr;
-    cur = &*it;
-  }
-  return cur;
-}
-
 std::string label(const json& node, std::string_view key) {
-  const json* labels = find(node, {"metadata", "labels"});
+  const json* labels = api::json_at(node, {"metadata", "labels"});
   if (labels == nullptr || !labels->is_object()) return {};
   auto it = labels->find(std::string(key));
   return it != labels->end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
 int64_t allocatable(const json& node, std::string_view resource) {
-  const json* a = find(node, {"status", "allocatable"});
+  const json* a = api::json_at(node, {"status", "allocatable"});
   if (a == nullptr || !a->is_object()) return 0;
   auto it = a->find(std::string(resource));
   if (it == a->end()) return 0;
@@ -43,7 +33,7 @@ bool parse_int(std::string_view s, int* out) {
 
 NodeGpus from_annotation(const json& devices) {
   NodeGpus out;
-  const json* list = find(devices, {"gpus"});
+  const json* list = api::json_at(devices, {"gpus"});
   if (list == nullptr || !list->is_array()) return out;
   for (const json& g : *list) {
     if (!g.is_object()) continue;
@@ -83,7 +73,7 @@ NodeGpus NodeGpus::of_node(const json& node) {
   if (std::string r = label(node, "nvidia.com/gpu.replicas"); !r.empty()) {
     if (!parse_int(r, &replicas) || replicas < 1) replicas = 1;
   }
-  const json* annotations = find(node, {"metadata", "annotations"});
+  const json* annotations = api::json_at(node, {"metadata", "annotations"});
   if (replicas == 1 && annotations != nullptr && annotations->is_object()) {
     auto it = annotations->find(std::string(kDevicesAnnotation));
     if (it != annotations->end() && it->is_string()) {
@@ -99,7 +89,8 @@ NodeGpus NodeGpus::of_node(const json& node) {
     for (int64_t i = 0; i < n && i < 4096; ++i)
       out.gpus.push_back({static_cast<int>(i), model, memory, {}});
     // MIG resources without a layout: one pseudo GPU per profile.
-    if (const json* a = find(node, {"status", "allocatable"}); a != nullptr && a->is_object()) {
+    if (const json* a = api::json_at(node, {"status", "allocatable"});
+        a != nullptr && a->is_object()) {
       int next = 1000;
       for (auto it = a->begin(); it != a->end(); ++it) {
         if (!it.key().starts_with(kMigResourcePrefix)) continue;

@@ -50,17 +50,6 @@ void merge(Resources& into, const Resources& r, bool max_instead) {
 
 }  // namespace
 
-const json* json_at(const json& j, std::initializer_list<const char*> path) {
-  const json* cur = &j;
-  for (const char* p : path) {
-    if (!cur->is_object()) return nullptr;
-    auto it = cur->find(p);
-    if (it == cur->end()) return nullptr;
-    cur = &*it;
-  }
-  return cur;
-}
-
 bool is_gpu_resource(std::string_view name) {
   return name == gpu::kGpuResource || name == gpu::kGpuMilliResource ||
          name.starts_with(gpu::kMigResourcePrefix);

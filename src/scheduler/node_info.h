@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "vkube/api/json_path.h"
 #include "vkube/controllers/informers.h"
 #include "vkube/gpu/resources.h"
 
@@ -28,9 +29,7 @@ struct Resources {
   std::map<std::string, int64_t> scalar;
 };
 
-// The value at `path` in `j` (object keys), or null where a step is missing
-// or not an object. The scheduler's one JSON path reader.
-const json* json_at(const json& j, std::initializer_list<const char*> path);
+using api::json_at;
 
 // True for the resources the device model accounts.
 bool is_gpu_resource(std::string_view name);
