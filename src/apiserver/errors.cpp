@@ -250,6 +250,15 @@ class OrderedWriter {
 
 }  // namespace
 
+const std::vector<std::string_view>& object_meta_order() {
+  static const std::vector<std::string_view> kOrder = [] {
+    std::vector<std::string_view> names;
+    for (const Key& k : kObjectMeta) names.push_back(k.name);
+    return names;
+  }();
+  return kOrder;
+}
+
 void append_json(std::string& out, const json& body) {
   OrderedWriter(out).value(body, shape_of(body));
 }

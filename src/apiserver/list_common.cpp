@@ -1,7 +1,10 @@
 #include "list_common.h"
 
+#include <charconv>
+
 #include "object.h"
 #include "vkube/common/base64.h"
+#include "vkube/common/json_scan.h"
 
 namespace vkube::apiserver {
 
@@ -89,39 +92,26 @@ bool matches(const ListQuery& q, const json& obj) {
   return true;
 }
 
-std::optional<std::string> splice_resource_version(std::string_view s, storage::Revision rv) {
+namespace {
+
+// The offset just past `"metadata":{` of the top-level metadata object, found
+// by a scan that skips nested values and strings; npos when there is none.
+size_t metadata_body_offset(std::string_view s) {
   int depth = 0;
-  bool in_string = false, escaped = false, expect_key = false;
-  size_t key_start = 0;
+  bool expect_key = false;
   for (size_t i = 0; i < s.size(); ++i) {
-    char ch = s[i];
-    if (in_string) {
-      if (escaped)
-        escaped = false;
-      else if (ch == '\\')
-        escaped = true;
-      else if (ch == '"') {
-        in_string = false;
+    switch (s[i]) {
+      case '"': {
+        const size_t end = json_scan::string_end(s, i);
+        if (end == std::string_view::npos) return end;
         // A top-level key "metadata" whose value is an object.
-        if (depth == 1 && expect_key && s.substr(key_start, i + 1 - key_start) == "\"metadata\"" &&
-            s.substr(i + 1, 2) == ":{") {
-          std::string out;
-          out.reserve(s.size() + 32);
-          out.append(s.substr(0, i + 3));
-          out += "\"resourceVersion\":\"" + std::to_string(rv) + "\"";
-          if (i + 3 < s.size() && s[i + 3] != '}') out += ',';
-          out.append(s.substr(i + 3));
-          return out;
-        }
+        if (depth == 1 && expect_key && s.substr(i, end - i) == "\"metadata\"" &&
+            s.substr(end, 2) == ":{")
+          return end + 2;
         expect_key = false;
-      }
-      continue;
-    }
-    switch (ch) {
-      case '"':
-        in_string = true;
-        key_start = i;
+        i = end - 1;
         break;
+      }
       case '{':
         ++depth;
         expect_key = depth == 1;
@@ -140,7 +130,30 @@ std::optional<std::string> splice_resource_version(std::string_view s, storage::
         break;
     }
   }
-  return std::nullopt;
+  return std::string_view::npos;
+}
+
+}  // namespace
+
+bool append_with_resource_version(std::string& out, std::string_view s, storage::Revision rv) {
+  const size_t at = metadata_body_offset(s);
+  if (at == std::string_view::npos) return false;
+  char digits[24];
+  auto [end, ec] = std::to_chars(digits, digits + sizeof digits, rv);
+  out.append(s.substr(0, at));
+  out += "\"resourceVersion\":\"";
+  out.append(digits, end);
+  out += '"';
+  if (at < s.size() && s[at] != '}') out += ',';
+  out.append(s.substr(at));
+  return true;
+}
+
+std::optional<std::string> splice_resource_version(std::string_view s, storage::Revision rv) {
+  std::string out;
+  out.reserve(s.size() + 32);
+  if (!append_with_resource_version(out, s, rv)) return std::nullopt;
+  return out;
 }
 
 Result<ListOutput> list_objects(Context& c, const ListQuery& q, bool raw) {
@@ -180,7 +193,9 @@ Result<ListOutput> list_objects(Context& c, const ListQuery& q, bool raw) {
   for (;;) {
     if (q.limit > 0)
       o.limit = q.limit - static_cast<int64_t>(out.items.size() + out.raw_items.size());
-    auto page = b.list(o);
+    // Items shared with the watch cache, not copied: a raw list reads them
+    // in place, the others decode them.
+    auto page = b.list_shared(o);
     if (!page.is_ok()) {
       if (page.status().code() == Code::kExpired && !o.continue_token.empty())
         return Status::expired(
@@ -189,16 +204,13 @@ Result<ListOutput> list_objects(Context& c, const ListQuery& q, bool raw) {
       return page.status();
     }
     out.revision = page->revision;
-    for (const auto& kv : page->items) {
+    for (const storage::KeyValuePtr& kv : page->items) {
       // A kind converted between versions is decoded to show each item converted.
       if (raw && !filtering && !c.kind.strategy.convert) {
-        if (auto spliced = splice_resource_version(kv.value, kv.mod_revision)) {
-          out.raw_items.push_back(std::move(*spliced));
-          continue;
-        }
-        return Status::corruption("stored object " + kv.key + " has no metadata");
+        out.raw_items.push_back(kv);
+        continue;
       }
-      auto obj = decode_stored(kv);
+      auto obj = decode_stored(*kv);
       if (!obj.is_ok()) return obj.status();
       builtin::convert_to(c.kind.strategy, *obj, c.resource().gv.version);
       if (!filtering || matches(q, *obj)) out.items.push_back(std::move(obj).value());

@@ -26,9 +26,10 @@ struct ListQuery {
 
 struct ListOutput {
   std::vector<json> items;  // decoded, filtered, in key order
-  // With `raw` and no selectors: each item's stored JSON with its
-  // resourceVersion spliced in, not decoded (items stays empty).
-  std::vector<std::string> raw_items;
+  // With `raw` and no selectors: each item as stored, not decoded nor copied
+  // (items stays empty); its resourceVersion is its mod_revision, which
+  // append_with_resource_version writes in.
+  std::vector<storage::KeyValuePtr> raw_items;
   storage::Revision revision = 0;
   std::string continue_token;  // the API's form; empty when complete
 };
@@ -41,6 +42,9 @@ Result<ListOutput> list_objects(Context& c, const ListQuery& q, bool raw = false
 // metadata, found by a scan that skips nested values and strings; nullopt
 // when the text has no top-level metadata object.
 std::optional<std::string> splice_resource_version(std::string_view stored, storage::Revision rv);
+// Appends that JSON to `out` without an intermediate copy; false (nothing
+// appended) when the text has no top-level metadata object.
+bool append_with_resource_version(std::string& out, std::string_view stored, storage::Revision rv);
 
 // Whether obj matches the query's selectors (the watch filter too).
 bool matches(const ListQuery& q, const json& obj);

@@ -1,7 +1,12 @@
 #include "table.h"
 
+#include <array>
+#include <charconv>
+
 #include "custom_resources.h"
+#include "errors.h"
 #include "object.h"
+#include "vkube/common/json_scan.h"
 
 namespace vkube::apiserver {
 
@@ -18,20 +23,191 @@ IncludeObject parse_include_object(std::string_view v) {
   return IncludeObject::kMetadata;
 }
 
+namespace {
+
+json column_definitions(const api::Resource& r) {
+  json columns = json::array();
+  for (const api::Column& c : r.columns) {
+    json col = {{"name", c.name},
+                {"type", c.type},
+                {"format", c.format},
+                {"description", c.description},
+                {"priority", c.priority}};
+    columns.push_back(std::move(col));
+  }
+  return columns;
+}
+
+json cells_of(const Kind& kind, const json& obj, int64_t now) {
+  return kind.resource.is_custom ? custom_table_cells(kind, obj, now)
+                                 : builtin::table_cells(kind.resource, obj, now);
+}
+
+// --- JSON text, read without decoding -------------------------------------
+
+constexpr size_t npos = std::string_view::npos;
+
+// One member of an object: its key as written between the quotes (escapes
+// left as they are) and its value, as text or as a decoded value.
+struct Member {
+  std::string_view key;
+  std::string_view text;
+  const json* value = nullptr;
+};
+
+// The members of the JSON object text `s`, in order; false when `s` is not
+// an object.
+bool members_of(std::string_view s, std::vector<Member>& out) {
+  out.clear();
+  return json_scan::for_each_member(s, [&out](std::string_view key, std::string_view value) {
+    out.push_back({key, value});
+    return true;
+  });
+}
+
+void json_members(const json& obj, std::vector<Member>& out) {
+  out.clear();
+  for (auto it = obj.begin(); it != obj.end(); ++it) out.push_back({it.key(), {}, &*it});
+}
+
+// A key as a json object holds it (escapes decoded).
+std::string unescaped(std::string_view key) {
+  if (key.find('\\') == npos) return std::string(key);
+  json k = json::parse("\"" + std::string(key) + "\"", nullptr, false);
+  return k.is_string() ? k.get<std::string>() : std::string(key);
+}
+
+constexpr std::array<std::string_view, 5> kObjectOrder = {"kind", "apiVersion", "metadata", "spec",
+                                                          "status"};
+
+template <typename Names>
+bool listed(const Names& order, std::string_view key) {
+  for (std::string_view k : order)
+    if (k == key) return true;
+  return false;
+}
+
+// True when a key needs no escaping in JSON.
+bool plain(std::string_view k) {
+  for (char c : k)
+    if (c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20) return false;
+  return true;
+}
+
+class Writer {
+ public:
+  explicit Writer(std::string& out)
+      : out_(out),
+        dump_(nlohmann::detail::output_adapter<char, std::string>(out), ' ',
+              json::error_handler_t::replace) {}
+
+  void value(const Member& m) {
+    if (m.value)
+      dump_.dump(*m.value, false, false, 0);
+    else
+      out_.append(m.text);
+  }
+  void key(std::string_view k, bool& first) {
+    if (!first) out_ += ',';
+    first = false;
+    if (plain(k)) {
+      out_ += '"';
+      out_ += k;
+      out_ += "\":";
+    } else {
+      dump_.dump(json(k), false, false, 0);
+      out_ += ':';
+    }
+  }
+  // A stored member's key is already escaped as JSON writes it.
+  void raw_key(const Member& m, bool& first) {
+    if (m.value) return key(m.key, first);
+    if (!first) out_ += ',';
+    first = false;
+    out_ += '"';
+    out_ += m.key;
+    out_ += "\":";
+  }
+
+  // An object's members in `order`, then the others as they come (sorted,
+  // as stored). resourceVersion, when `rv` is set, replaces any stored one.
+  template <typename Names>
+  void ordered(const std::vector<Member>& members, const Names& order, const std::string* rv) {
+    out_ += '{';
+    bool first = true;
+    for (std::string_view k : order) {
+      if (rv && k == "resourceVersion") {
+        key(k, first);
+        dump_.dump(json(*rv), false, false, 0);
+        continue;
+      }
+      for (const Member& m : members) {
+        if (m.key != k) continue;
+        key(k, first);
+        value(m);
+        break;
+      }
+    }
+    for (const Member& m : members) {
+      if (listed(order, m.key)) continue;
+      raw_key(m, first);
+      value(m);
+    }
+    out_ += '}';
+  }
+
+  std::string& out() { return out_; }
+
+ private:
+  std::string& out_;
+  nlohmann::detail::serializer<json> dump_;
+};
+
+// The row's object: PartialObjectMetadata, or the whole object with its kind
+// and apiVersion, as make_table builds it and json_response writes it.
+void write_object(Writer& w, const api::Resource& r, IncludeObject include,
+                  const std::vector<Member>& top, const std::vector<Member>& meta,
+                  const std::string* rv) {
+  std::string& out = w.out();
+  if (include == IncludeObject::kMetadata) {
+    out += R"(,"object":{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":)";
+    w.ordered(meta, object_meta_order(), rv);
+    out += '}';
+    return;
+  }
+  out += ",\"object\":{";
+  bool first = true;
+  const json kind = r.kind, api_version = r.gv.api_version();
+  w.key("kind", first);
+  w.value({{}, {}, &kind});
+  w.key("apiVersion", first);
+  w.value({{}, {}, &api_version});
+  w.key("metadata", first);
+  w.ordered(meta, object_meta_order(), rv);
+  for (std::string_view k : {std::string_view("spec"), std::string_view("status")}) {
+    for (const Member& m : top) {
+      if (m.key != k) continue;
+      w.key(k, first);
+      w.value(m);
+    }
+  }
+  for (const Member& m : top) {
+    if (listed(kObjectOrder, m.key)) continue;
+    w.raw_key(m, first);
+    w.value(m);
+  }
+  out += '}';
+}
+
+}  // namespace
+
 json make_table(const Kind& kind, const std::vector<json>& objects, IncludeObject include,
                 json list_meta) {
   const api::Resource& r = kind.resource;
-  json columns = json::array();
-  for (const api::Column& c : r.columns) {
-    json col = {{"name", c.name}, {"type", c.type}, {"format", c.format},
-                {"description", c.description}, {"priority", c.priority}};
-    columns.push_back(std::move(col));
-  }
   json rows = json::array();
   const int64_t now = now_unix();
   for (const json& obj : objects) {
-    json row = {{"cells", r.is_custom ? custom_table_cells(kind, obj, now)
-                                      : builtin::table_cells(r, obj, now)}};
+    json row = {{"cells", cells_of(kind, obj, now)}};
     if (include == IncludeObject::kMetadata) {
       json meta = obj.value("metadata", json::object());
       row["object"] = {{"kind", "PartialObjectMetadata"},
@@ -48,8 +224,90 @@ json make_table(const Kind& kind, const std::vector<json>& objects, IncludeObjec
   return {{"kind", "Table"},
           {"apiVersion", "meta.k8s.io/v1"},
           {"metadata", std::move(list_meta)},
-          {"columnDefinitions", std::move(columns)},
+          {"columnDefinitions", column_definitions(r)},
           {"rows", std::move(rows)}};
+}
+
+TableWriter::TableWriter(const Kind& kind, IncludeObject include, const json& list_meta)
+    : kind_(kind), include_(include), now_(now_unix()) {
+  // The table without rows, as json_response writes it, cut before the
+  // rows' closing bracket.
+  json head = {{"kind", "Table"},
+               {"apiVersion", "meta.k8s.io/v1"},
+               {"metadata", list_meta},
+               {"columnDefinitions", column_definitions(kind.resource)},
+               {"rows", json::array()}};
+  append_json(out_, head);
+  out_.resize(out_.size() - 2);  // "]}"
+}
+
+void TableWriter::begin_row(const json& cells) {
+  if (!first_row_) out_ += ',';
+  first_row_ = false;
+  out_ += "{\"cells\":";
+  append_json(out_, cells);
+}
+
+void TableWriter::add(const json& obj) {
+  begin_row(cells_of(kind_, obj, now_));
+  if (include_ == IncludeObject::kNone) {
+    out_ += '}';
+    return;
+  }
+  static const json kEmpty = json::object();
+  auto m = obj.find("metadata");
+  const json& metadata = m != obj.end() && m->is_object() ? *m : kEmpty;
+  std::vector<Member> top, meta;
+  json_members(obj, top);
+  json_members(metadata, meta);
+  Writer w(out_);
+  write_object(w, kind_.resource, include_, top, meta, nullptr);
+  out_ += '}';
+}
+
+bool TableWriter::add_stored(const storage::KeyValue& kv) {
+  if (kind_.resource.is_custom) {
+    auto obj = decode_stored(kv);
+    if (!obj.is_ok()) return false;
+    add(*obj);
+    return true;
+  }
+  thread_local std::vector<Member> top, meta;
+  if (!members_of(std::string_view(kv.value), top)) return false;
+  meta.clear();
+  // What the printer sees: the object as decoded, less managedFields.
+  json obj = json::object();
+  for (const Member& m : top) {
+    if (m.key == "metadata") {
+      if (!members_of(m.text, meta)) return false;
+      json& md = obj["metadata"];
+      md = json::object();
+      for (const Member& f : meta) {
+        if (f.key == "managedFields" || f.key == "resourceVersion") continue;
+        json v = json::parse(f.text, nullptr, false);
+        if (v.is_discarded()) return false;
+        md[unescaped(f.key)] = std::move(v);
+      }
+      continue;
+    }
+    json v = json::parse(m.text, nullptr, false);
+    if (v.is_discarded()) return false;
+    obj[unescaped(m.key)] = std::move(v);
+  }
+  const std::string rv = std::to_string(kv.mod_revision);
+  obj["metadata"]["resourceVersion"] = rv;
+  begin_row(cells_of(kind_, obj, now_));
+  if (include_ != IncludeObject::kNone) {
+    Writer w(out_);
+    write_object(w, kind_.resource, include_, top, meta, &rv);
+  }
+  out_ += '}';
+  return true;
+}
+
+std::string TableWriter::finish() {
+  out_ += "]}\n";
+  return std::move(out_);
 }
 
 }  // namespace vkube::apiserver

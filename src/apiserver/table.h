@@ -1,12 +1,14 @@
 // Tables (meta.k8s.io/v1): what `kubectl get` asks for and prints.
 #pragma once
 
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "registry.h"
+#include "vkube/storage/backend.h"
 
 namespace vkube::apiserver {
 
@@ -19,9 +21,44 @@ enum class IncludeObject { kNone, kMetadata, kObject };
 // The includeObject parameter; Metadata when absent.
 IncludeObject parse_include_object(std::string_view value);
 
+// ObjectMeta's fields in the order encode_json writes them (kube's Go type;
+// errors.cpp, beside the other shapes).
+const std::vector<std::string_view>& object_meta_order();
+
 // One row per object, with the kind's columns. `list_meta` becomes the
 // table's metadata (resourceVersion, continue).
 json make_table(const Kind& kind, const std::vector<json>& objects, IncludeObject include,
                 json list_meta);
+
+// The JSON text of a Table (what json_response writes of make_table's),
+// written row by row as a LIST reads its objects: no tree of the whole
+// table, and no decoded object outlives its row. A stored object of a
+// built-in kind is not decoded whole: its metadata is copied as stored text
+// and the printer sees the object without metadata.managedFields, which no
+// printer reads (kubectl's LIST of 5,000 pods spent 90 % of its CPU decoding
+// and re-encoding every object, and in malloc for their trees).
+class TableWriter {
+ public:
+  TableWriter(const Kind& kind, IncludeObject include, const json& list_meta);
+
+  // A row of a decoded object.
+  void add(const json& obj);
+  // A row of a stored object (the store's JSON text; its resourceVersion is
+  // kv.mod_revision). A custom kind's object is decoded whole (its columns
+  // are JSONPaths into it). False, with nothing added, when the text is not
+  // a JSON object.
+  bool add_stored(const storage::KeyValue& kv);
+  // The finished body (the writer is spent).
+  std::string finish();
+
+ private:
+  void begin_row(const json& cells);
+
+  const Kind& kind_;
+  IncludeObject include_;
+  int64_t now_;
+  std::string out_;
+  bool first_row_ = true;
+};
 
 }  // namespace vkube::apiserver

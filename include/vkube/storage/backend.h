@@ -38,6 +38,10 @@ struct KeyValue {
   int64_t version = 0;           // number of writes since create, starting at 1
 };
 
+// An item as a backend that keeps items in memory (the watch cache) shares
+// it: immutable, so readers may hold it while the backend moves on.
+using KeyValuePtr = std::shared_ptr<const KeyValue>;
+
 struct ListOptions {
   std::string prefix;           // every key starting with these bytes ("" = all)
   Revision revision = 0;        // 0 = latest; otherwise read as of this revision
@@ -50,6 +54,13 @@ struct ListResult {
   std::vector<KeyValue> items;  // in key order
   Revision revision = 0;        // the revision the list was read at
   std::string continue_token;   // non-empty when more items remain
+};
+
+// list()'s answer with the items shared rather than copied.
+struct SharedListResult {
+  std::vector<KeyValuePtr> items;  // in key order
+  Revision revision = 0;
+  std::string continue_token;
 };
 
 enum class EventType { kPut, kDelete };
@@ -129,6 +140,21 @@ class Backend {
   // Keys with the prefix, in key order, as of one revision. A continued list
   // reads at the first page's revision; kExpired once that was compacted.
   virtual Result<ListResult> list(const ListOptions& options) = 0;
+
+  // list(), the items shared where the backend keeps them in memory: a LIST
+  // of thousands of objects then copies no value while the store is locked
+  // (the watch cache). By default list()'s items, each moved into its own.
+  virtual Result<SharedListResult> list_shared(const ListOptions& options) {
+    auto listed = list(options);
+    if (!listed.is_ok()) return listed.status();
+    SharedListResult out;
+    out.items.reserve(listed->items.size());
+    for (KeyValue& kv : listed->items)
+      out.items.push_back(std::make_shared<KeyValue>(std::move(kv)));
+    out.revision = listed->revision;
+    out.continue_token = std::move(listed->continue_token);
+    return out;
+  }
 
   // Number of keys with the prefix at the latest revision.
   virtual Result<int64_t> count(std::string_view prefix) = 0;

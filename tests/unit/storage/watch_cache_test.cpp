@@ -28,6 +28,9 @@ class CachedStore final : public Backend {
   Result<KeyValue> remove(std::string_view k, Revision e) override { return cache_->remove(k, e); }
   Result<KeyValue> get(std::string_view k, Revision r) override { return cache_->get(k, r); }
   Result<ListResult> list(const ListOptions& o) override { return cache_->list(o); }
+  Result<SharedListResult> list_shared(const ListOptions& o) override {
+    return cache_->list_shared(o);
+  }
   Result<int64_t> count(std::string_view p) override { return cache_->count(p); }
   Result<std::unique_ptr<Watch>> watch(std::string_view p, Revision a) override { return cache_->watch(p, a); }
   Status compact(Revision r) override { return cache_->compact(r); }
@@ -106,6 +109,48 @@ TEST_CASE("a notifier reading its watch inline does not stall commits", "[storag
   auto took = std::chrono::steady_clock::now() - t0;
   CHECK(took < std::chrono::seconds(2));
   CHECK(delivered.load() == 20);
+}
+
+// LISTs read the cache's items in place: what they were handed stays as it
+// was while writes go on, and pages and revisions are list()'s.
+TEST_CASE("a shared list is a snapshot that later writes leave alone", "[storage][cache]") {
+  vkube::testing::TempDir dir;
+  CachedStore store(dir.sub("store"));
+  for (int i = 0; i < 5; ++i) REQUIRE(store.create("/s/" + std::to_string(i), "v0").is_ok());
+  ListOptions o;
+  o.prefix = "/s/";
+  auto shared = store.list_shared(o);
+  auto copied = store.list(o);
+  REQUIRE(shared.is_ok());
+  REQUIRE(copied.is_ok());
+  REQUIRE(shared->items.size() == 5);
+  CHECK(shared->revision == copied->revision);
+  for (size_t i = 0; i < 5; ++i) {
+    CHECK(shared->items[i]->key == copied->items[i].key);
+    CHECK(shared->items[i]->mod_revision == copied->items[i].mod_revision);
+  }
+  REQUIRE(store.update("/s/0", "v1", 0).is_ok());
+  REQUIRE(store.remove("/s/1", 0).is_ok());
+  CHECK(shared->items[0]->value == "v0");
+  CHECK(shared->items[1]->key == "/s/1");
+  auto after = store.list_shared(o);
+  REQUIRE(after.is_ok());
+  REQUIRE(after->items.size() == 4);
+  CHECK(after->items[0]->value == "v1");
+
+  // Pages: a limit leaves a token that continues at the same revision.
+  o.limit = 3;
+  auto page = store.list_shared(o);
+  REQUIRE(page.is_ok());
+  CHECK(page->items.size() == 3);
+  REQUIRE_FALSE(page->continue_token.empty());
+  ListOptions next = o;
+  next.continue_token = page->continue_token;
+  auto rest = store.list_shared(next);
+  REQUIRE(rest.is_ok());
+  CHECK(rest->items.size() == 1);
+  CHECK(rest->continue_token.empty());
+  CHECK(rest->revision == page->revision);
 }
 
 }  // namespace
