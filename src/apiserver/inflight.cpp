@@ -1,6 +1,10 @@
 #include "inflight.h"
 
+#include <condition_variable>
+#include <thread>
+
 #include "metrics.h"
+#include "vkube/common/memory.h"
 
 namespace vkube::apiserver {
 
@@ -11,6 +15,49 @@ namespace {
 constexpr size_t kMaxListKeys = 4096;
 
 }  // namespace
+
+// Trims the heap once requests stop: a thread that looks at the count of
+// admitted requests every `idle` and trims after a look that found it
+// moved and one that found it still. glibc's malloc keeps what a burst
+// freed in its arenas (one per thread that allocated, up to 8 per core),
+// and trims only their tops on its own.
+class IdleTrim {
+ public:
+  IdleTrim(const std::atomic<uint64_t>& activity, std::chrono::milliseconds idle)
+      : thread_([this, &activity, idle] { run(activity, idle); }) {}
+  ~IdleTrim() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  void run(const std::atomic<uint64_t>& activity, std::chrono::milliseconds idle) {
+    uint64_t seen = activity.load();
+    bool pending = false;
+    std::unique_lock lock(mu_);
+    while (!cv_.wait_for(lock, idle, [&] { return stop_; })) {
+      const uint64_t now = activity.load();
+      if (now != seen) {
+        seen = now;
+        pending = true;
+      } else if (pending) {
+        pending = false;
+        lock.unlock();
+        trim_heap();
+        lock.lock();
+      }
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;  // last: it uses the members above
+};
 
 InflightLease::InflightLease(std::shared_ptr<InflightLimiter> limiter, bool mutating,
                              size_t reserved)
@@ -27,7 +74,12 @@ void InflightLease::settle(size_t bytes) {
 }
 
 InflightLimiter::InflightLimiter(InflightLimits limits, Metrics* metrics)
-    : limits_(limits), metrics_(metrics) {}
+    : limits_(limits), metrics_(metrics) {
+  if (limits_.trim_when_idle.count() > 0)
+    idle_trim_ = std::make_unique<IdleTrim>(admitted_, limits_.trim_when_idle);
+}
+
+InflightLimiter::~InflightLimiter() = default;
 
 std::shared_ptr<InflightLease> InflightLimiter::admit(bool mutating, size_t reserve) {
   std::atomic<size_t>& count = mutating ? mutating_ : readonly_;
@@ -50,6 +102,7 @@ std::shared_ptr<InflightLease> InflightLimiter::admit(bool mutating, size_t rese
     } while (!read_bytes_.compare_exchange_weak(held, held + reserve));
   }
   gauge(1);
+  admitted_.fetch_add(1, std::memory_order_relaxed);
   return std::make_shared<InflightLease>(shared_from_this(), mutating, reserve);
 }
 
@@ -71,7 +124,7 @@ size_t InflightLimiter::list_estimate(const std::string& key) const {
   {
     std::lock_guard lock(mu_);
     auto it = list_sizes_.find(key);
-    if (it != list_sizes_.end()) return 2 * it->second;
+    if (it != list_sizes_.end()) return it->second;
   }
   // A LIST never answered before may be of any size: a quarter of the
   // budget each, so a burst of them cannot take much more than the budget

@@ -11,7 +11,9 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -30,7 +32,14 @@ struct InflightLimits {
   // beyond it gets 429, except when nothing is held: one request of any
   // size is always served.
   size_t max_read_bytes = 128u << 20;
+  // Once requests have come and then none for this long, the heap's free
+  // memory goes back to the system (trim_heap): what a burst of LISTs or
+  // creates left free in malloc's arenas does not stay resident while the
+  // server idles. 0: never.
+  std::chrono::milliseconds trim_when_idle{1000};
 };
+
+class IdleTrim;
 
 class InflightLimiter;
 
@@ -58,15 +67,17 @@ class InflightLimiter : public std::enable_shared_from_this<InflightLimiter> {
   // `metrics` (may be null) gets the in-flight gauge; detach_metrics() before
   // it goes.
   InflightLimiter(InflightLimits limits, Metrics* metrics);
+  ~InflightLimiter();
 
   // A slot for one request that reserves `reserve` bytes (reads only), or
   // null when a limit is reached: answer 429. Thread-safe.
   std::shared_ptr<InflightLease> admit(bool mutating, size_t reserve);
 
   // What a LIST of `key` (path and page size) is expected to hold while it
-  // is built: twice the body its last answer had (the items and the body
-  // they are written into), or a quarter of the byte budget before the
-  // first. Thread-safe.
+  // is built: the body its last answer had (a LIST writes its answer from
+  // the watch cache's items, which it shares rather than copies, and a
+  // Table row by row), or a quarter of the byte budget before the first.
+  // Thread-safe.
   size_t list_estimate(const std::string& key) const;
   // Notes the body size of a LIST of `key`. Thread-safe.
   void learn_list(const std::string& key, size_t body_bytes);
@@ -84,11 +95,13 @@ class InflightLimiter : public std::enable_shared_from_this<InflightLimiter> {
   std::atomic<size_t> readonly_{0};
   std::atomic<size_t> mutating_{0};
   std::atomic<size_t> read_bytes_{0};
+  std::atomic<uint64_t> admitted_{0};  // requests admitted so far
   // Null once detached; a lease let go after that (a response that outlived
   // the server) no longer touches it.
   std::atomic<Metrics*> metrics_;
   mutable std::mutex mu_;  // guards list_sizes_
   std::unordered_map<std::string, size_t> list_sizes_;
+  std::unique_ptr<IdleTrim> idle_trim_;  // last: its thread reads admitted_
 };
 
 }  // namespace vkube::apiserver

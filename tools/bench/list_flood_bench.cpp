@@ -11,10 +11,15 @@
 //
 // Printed: the list size, the answers by status (200, 429, other), the
 // server's RSS before the burst, its peak during it (sampled and VmHWM),
-// and the burst's wall time. With --retries K, a 429 is retried after its
-// Retry-After, up to K times, as client-go does; the final counts are
-// printed too. Arguments after "--" go to `vkube serve` as they are
-// (e.g. -- --max-read-inflight-mib 0 to measure without the byte budget).
+// the burst's wall time, and the latency of each LIST answered 200 at the
+// first try (p50, p99, max, from the moment all clients are released).
+// With --retries K, a 429 is retried after its Retry-After, up to K times,
+// as client-go does; the final counts are printed too. --rounds R repeats
+// the burst R times (new connections each time) and prints the figures of
+// all rounds together, then the server's RSS at once and after --idle S
+// seconds without requests (3). Arguments after "--" go to `vkube serve`
+// as they are (e.g. -- --max-read-inflight-mib 0 to measure without the
+// byte budget).
 //
 // A benchmark, not a test: it exits 0 whatever the numbers; 1 when the
 // server does not start or setup fails. The server is stopped and the data
@@ -59,6 +64,8 @@ struct Config {
   int value_bytes = 1024;
   int clients = 500;
   int retries = 0;
+  int rounds = 1;
+  double idle_s = 3;
   std::vector<std::string> serve_args;
 };
 
@@ -220,6 +227,7 @@ struct Flood {
   size_t list_bytes = 0;
   long peak_rss_kb = 0;
   double seconds = 0;
+  std::vector<double> ms;  // each first request's latency, from the common start
 };
 
 Flood flood(SSL_CTX* ctx, uint16_t port, pid_t server, const Config& config) {
@@ -233,7 +241,9 @@ Flood flood(SSL_CTX* ctx, uint16_t port, pid_t server, const Config& config) {
       Conn c(ctx, port);
       start.arrive_and_wait();
       const std::string path = "/api/v1/namespaces/default/configmaps";
+      auto t0 = Clock::now();
       auto a = c.ok() ? c.request("GET", path, "", false) : Conn::Answer{};
+      double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
       int first = a.status;
       for (int r = 0; r < config.retries && a.status == 429; ++r) {
         std::this_thread::sleep_for(std::chrono::seconds(std::max(1, a.retry_after)));
@@ -242,6 +252,7 @@ Flood flood(SSL_CTX* ctx, uint16_t port, pid_t server, const Config& config) {
       std::lock_guard lock(mu);
       ++out.first[first];
       ++out.last[a.status];
+      if (first == 200) out.ms.push_back(ms);
       if (a.status == 200) out.list_bytes = a.body_bytes;
     });
   }
@@ -258,6 +269,13 @@ Flood flood(SSL_CTX* ctx, uint16_t port, pid_t server, const Config& config) {
   done = true;
   sampler.join();
   return out;
+}
+
+// The q-quantile (nearest rank) of sorted values; 0 when there are none.
+double quantile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  size_t rank = static_cast<size_t>(q * static_cast<double>(sorted.size()) + 0.999999);
+  return sorted[std::min(sorted.size(), std::max<size_t>(rank, 1)) - 1];
 }
 
 std::string counts(const std::map<int, int>& by_status) {
@@ -290,10 +308,16 @@ Config parse(int argc, char** argv) {
       c.clients = std::stoi(value());
     } else if (arg == "--retries") {
       c.retries = std::stoi(value());
+    } else if (arg == "--idle") {
+      c.idle_s = std::stod(value());
+    } else if (arg == "--rounds") {
+      c.rounds = std::max(1, std::stoi(value()));
     } else {
       std::printf(
           "usage: bench_list_flood [--vkube PATH] [--objects N (3000)] [--value-bytes V (1024)]\n"
-          "                        [--clients C (500)] [--retries K (0)] [-- vkube serve flags]\n");
+          "                        [--clients C (500)] [--retries K (0)] [--rounds R (1)]\n"
+          "                        [--idle S (3)]\n"
+          "                        [-- vkube serve flags]\n");
       std::exit(arg == "--help" ? 0 : 1);
     }
   }
@@ -328,19 +352,37 @@ int main(int argc, char** argv) {
   create_objects(ctx, port, config);
   std::this_thread::sleep_for(500ms);
   long rss_before = proc_kb(server, "VmRSS"), hwm_before = proc_kb(server, "VmHWM");
-  Flood f = flood(ctx, port, server, config);
+  Flood f;
+  for (int round = 0; round < config.rounds; ++round) {
+    Flood one = flood(ctx, port, server, config);
+    for (auto [status, n] : one.first) f.first[status] += n;
+    for (auto [status, n] : one.last) f.last[status] += n;
+    f.list_bytes = std::max(f.list_bytes, one.list_bytes);
+    f.peak_rss_kb = std::max(f.peak_rss_kb, one.peak_rss_kb);
+    f.seconds += one.seconds;
+    f.ms.insert(f.ms.end(), one.ms.begin(), one.ms.end());
+  }
   long hwm_after = proc_kb(server, "VmHWM");
+  long rss_after = proc_kb(server, "VmRSS");
+  std::this_thread::sleep_for(std::chrono::duration<double>(config.idle_s));
+  long rss_idle = proc_kb(server, "VmRSS");
   bool alive = waitpid(server, nullptr, WNOHANG) == 0;
 
   std::printf("objects: %d ConfigMaps of %d bytes; one LIST answers %.1f MiB\n", config.objects,
               config.value_bytes, static_cast<double>(f.list_bytes) / (1 << 20));
-  std::printf("clients: %d concurrent LISTs over TLS, %.2f s for all\n", config.clients, f.seconds);
+  std::printf("clients: %d concurrent LISTs over TLS, %d round(s), %.2f s for all\n",
+              config.clients, config.rounds, f.seconds);
   std::printf("answers: %s\n", counts(f.first).c_str());
+  std::sort(f.ms.begin(), f.ms.end());
+  std::printf("latency of the first answers with 200: p50 %.1f ms, p99 %.1f ms, max %.1f ms\n",
+              quantile(f.ms, 0.5), quantile(f.ms, 0.99), f.ms.empty() ? 0.0 : f.ms.back());
   if (config.retries > 0)
     std::printf("after up to %d retries: %s\n", config.retries, counts(f.last).c_str());
   std::printf("server RSS: %.0f MiB before, peak %.0f MiB sampled, VmHWM %.0f -> %.0f MiB%s\n",
               rss_before / 1024.0, f.peak_rss_kb / 1024.0, hwm_before / 1024.0, hwm_after / 1024.0,
               alive ? "" : " (the server died)");
+  std::printf("server RSS after the bursts: %.0f MiB at once, %.0f MiB after %.1f s idle\n",
+              rss_after / 1024.0, rss_idle / 1024.0, config.idle_s);
   std::fflush(stdout);
 
   kill(server, SIGTERM);
