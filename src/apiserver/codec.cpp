@@ -91,17 +91,18 @@ void encode_yaml_response(http::Response& r) {
   r.set_header("Content-Type", "application/yaml");
 }
 
+http::Response body_response_protobuf(int code, const json& obj) {
+  auto body = schema::encode_object(obj);
+  if (!body.is_ok()) return json_response(code, obj);
+  http::Response r;
+  r.status = code;
+  r.set_header("Content-Type", std::string(schema::kProtobufContentType));
+  r.body = std::move(*body);
+  return r;
+}
+
 http::Response body_response(const http::Request& req, int code, const json& obj) {
-  if (prefers_protobuf(req.header("Accept"))) {
-    auto body = schema::encode_object(obj);
-    if (body.is_ok()) {
-      http::Response r;
-      r.status = code;
-      r.set_header("Content-Type", std::string(schema::kProtobufContentType));
-      r.body = std::move(*body);
-      return r;
-    }
-  }
+  if (prefers_protobuf(req.header("Accept"))) return body_response_protobuf(code, obj);
   return json_response(code, obj);
 }
 

@@ -38,5 +38,7 @@ void encode_yaml_response(http::Response& r);
 // The response for an object or list: protobuf when preferred and the kind
 // has a description, JSON otherwise.
 http::Response body_response(const http::Request& req, int code, const json& obj);
+// The same for a client known to prefer protobuf.
+http::Response body_response_protobuf(int code, const json& obj);
 
 }  // namespace vkube::apiserver

@@ -38,6 +38,15 @@ std::optional<http::Response> stored_answer(const std::string& stored, storage::
   return resp;
 }
 
+// The 201 answer of a create in protobuf: `obj` (in the version served)
+// with its resourceVersion, encoded once; JSON when its kind has no message.
+std::optional<http::Response> protobuf_answer_of(json& obj, storage::Revision rev) {
+  auto meta = obj.find("metadata");
+  if (meta == obj.end() || !meta->is_object()) return std::nullopt;
+  (*meta)["resourceVersion"] = std::to_string(rev);
+  return body_response_protobuf(201, obj);
+}
+
 }  // namespace
 
 http::Response handle_create(Context& c) {
@@ -127,23 +136,32 @@ http::Response create_object(Context& c, json obj, bool track, bool may_defer) {
     return error_response(conversion_error(s));
   if (c.dry_run()) return object_response(c, 201, std::move(obj));
 
-  // A JSON answer in the stored version is the stored bytes plus the
-  // resourceVersion: no second encoding.
+  // An answer in the stored version is the stored bytes plus the
+  // resourceVersion (JSON: no second encoding) or, for a client that prefers
+  // protobuf, the object encoded once as protobuf.
   std::string_view accept = c.req.header("Accept");
-  const bool answer_stored = !wants_table(accept) && !prefers_protobuf(accept) &&
-                             str_at(obj, "apiVersion") == r.gv.api_version() &&
-                             str_at(obj, "kind") == r.kind;
+  const bool in_stored_version = !wants_table(accept) &&
+                                 str_at(obj, "apiVersion") == r.gv.api_version() &&
+                                 str_at(obj, "kind") == r.kind;
+  const bool protobuf_answer = in_stored_version && prefers_protobuf(accept);
+  const bool answer_stored = in_stored_version && !protobuf_answer;
   // The handler's thread need not wait for the commit.
-  if (may_defer && answer_stored && create_may_defer(c.server, c.kind)) {
+  if (may_defer && in_stored_version && create_may_defer(c.server, c.kind)) {
     auto stored = std::make_shared<const std::string>(encode_for_storage(obj));
+    // The protobuf answer is encoded when the revision is known; the object
+    // is kept for it (the stored JSON would have to be parsed again).
+    std::shared_ptr<json> kept;
+    if (protobuf_answer) kept = std::make_shared<json>(std::move(obj));
     auto deferred = std::make_shared<http::DeferredResponse>();
     c.server.backend().create_async(
         c.key(name), *stored,
         // `kinds` keeps `resource` alive (a custom kind may be removed meanwhile).
-        [deferred, stored, name, kinds = c.kinds, resource = &r](Result<storage::KeyValue> kv) {
+        [deferred, stored, kept, name, kinds = c.kinds,
+         resource = &r](Result<storage::KeyValue> kv) {
           if (!kv.is_ok()) {
             deferred->complete(error_response(storage_error(*resource, kv.status(), name)));
-          } else if (auto answer = stored_answer(*stored, kv->mod_revision)) {
+          } else if (auto answer = kept ? protobuf_answer_of(*kept, kv->mod_revision)
+                                        : stored_answer(*stored, kv->mod_revision)) {
             deferred->complete(std::move(*answer));
           } else {
             deferred->complete(error_response(Status::internal(

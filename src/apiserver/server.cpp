@@ -218,10 +218,10 @@ bool Server::serves_without_blocking(const http::Request& req) {
   if (admission_->active()) return false;
   // Only the creates whose commit create_object() defers (bindings have a
   // handler of their own, which waits): anything else would sync on the I/O
-  // thread. Its answer must be the stored JSON, and a custom resource may be
-  // stored in another version than the one created.
-  std::string_view accept = req.header("Accept");
-  if (wants_table(accept) || prefers_protobuf(accept)) return false;
+  // thread. Its answer must be the stored object (JSON, or protobuf encoded
+  // once), and a custom resource may be stored in another version than the
+  // one created.
+  if (wants_table(req.header("Accept"))) return false;
   std::shared_ptr<const KindSet> kinds = registry_.snapshot();
   const Kind* kind = kinds->find(info.group, info.version, info.resource);
   return kind != nullptr && !kind->custom && kind->strategy.handler != builtin::Handler::kBinding &&
