@@ -143,7 +143,8 @@ http::Response create_object(Context& c, json obj, bool track, bool may_defer) {
   const bool in_stored_version = !wants_table(accept) &&
                                  str_at(obj, "apiVersion") == r.gv.api_version() &&
                                  str_at(obj, "kind") == r.kind;
-  const bool protobuf_answer = in_stored_version && prefers_protobuf(accept);
+  // Custom resources have no protobuf: they are answered in JSON.
+  const bool protobuf_answer = in_stored_version && !r.is_custom && prefers_protobuf(accept);
   const bool answer_stored = in_stored_version && !protobuf_answer;
   // The handler's thread need not wait for the commit.
   if (may_defer && in_stored_version && create_may_defer(c.server, c.kind)) {
