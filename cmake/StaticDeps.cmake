@@ -10,7 +10,7 @@
 # Include before the find_package calls: OpenSSL and Protobuf take their
 # choice from variables; yaml-cpp's and RocksDB's packages name shared
 # libraries, which vkube_static_deps() then swaps for the archives.
-option(VKUBE_STATIC_DEPS "Link OpenSSL, protobuf, yaml-cpp, the compression libraries and libstdc++ statically" ON)
+option(VKUBE_STATIC_DEPS "Link OpenSSL, protobuf, yaml-cpp, re2, the compression libraries and libstdc++ statically" ON)
 
 if(VKUBE_STATIC_DEPS)
   set(OPENSSL_USE_STATIC_LIBS TRUE)
@@ -26,6 +26,11 @@ function(vkube_static_deps)
   if(VKUBE_YAML_CPP_A AND TARGET yaml-cpp)
     set_target_properties(yaml-cpp PROPERTIES IMPORTED_LOCATION "${VKUBE_YAML_CPP_A}"
                                               IMPORTED_LOCATION_NONE "${VKUBE_YAML_CPP_A}")
+  endif()
+  find_library(VKUBE_RE2_A NAMES libre2.a)
+  if(VKUBE_RE2_A AND TARGET PkgConfig::re2)
+    set_target_properties(PkgConfig::re2 PROPERTIES INTERFACE_LINK_LIBRARIES
+                                                    "${VKUBE_RE2_A};Threads::Threads")
   endif()
   set(archives)
   foreach(lib snappy z bz2 lz4 zstd)

@@ -30,7 +30,7 @@ packages=(
   g++ cmake ninja-build ccache pkg-config git
   # libraries (the design card)
   libboost1.81-dev librocksdb-dev libssl-dev libprotobuf-dev protobuf-compiler
-  nlohmann-json3-dev libyaml-cpp-dev catch2
+  nlohmann-json3-dev libyaml-cpp-dev libre2-dev catch2
   libjemalloc2  # the embedded host's allocator (cmake/Allocator.cmake)
   # real clients and reference servers for tests and benchmarks
   python3-kubernetes etcd-server unzip curl openssl procps dnsutils

@@ -1,18 +1,15 @@
 // Regular expressions in RE2 syntax, as Go's regexp package accepts them, for the places kube
 // runs user-supplied patterns on user-supplied text: CEL's matches()/find()/findAll() and the
-// OpenAPI `pattern` keyword of CRD schemas. Patterns compile to a Pike VM over code points:
-// matching takes time linear in the input (times the program size, which is bounded), never
-// backtracks and never recurses over the input, so no pattern/input pair can hang the server or
-// exhaust its stack (std::regex can do both).
+// OpenAPI `pattern` keyword of CRD schemas. Backed by libre2 (Debian's libre2-dev), the library
+// Go's regexp reimplements: matching takes time linear in the input and never recurses over it,
+// so no pattern/input pair can hang the server or exhaust its stack (std::regex can do both).
 //
-// Supported: literals, ., classes ([a-z], [^...], [[:alpha:]], \d \s \w and negations), anchors
-// (^ $ \A \z \b \B), groups ((...), (?:...), (?P<name>...), (?<name>...)), alternation,
-// repetition (* + ? {n} {n,} {n,m}, lazy forms), flags (?imsU) and \Q...\E. Not supported:
-// Unicode classes (\p{..}, \pL) and Unicode case folding ((?i) folds ASCII letters only); a
-// pattern using \p fails to compile with an error that says "not supported by vkube".
+// As Go: leftmost-first matching over UTF-8, (?P<name>...) and (?<name>...), Unicode case
+// folding, errors worded as regexp.Compile words them ("error parsing regexp: missing closing ):
+// `(`"), \C refused, groups nested at most 1000 deep. Unlike Go, Unicode classes (\p{..}, \pL)
+// are refused with an error that says "not supported by vkube", as vkube always has.
 //
-// Files: re2_regex_parse.cpp (pattern syntax to a tree, Go's error wording), re2_regex.cpp (UTF-8,
-// the compiler, the VM and the compile cache); re2_regex_internal.h is private to both.
+// Implementation: src/cel/re2_regex.cpp.
 #pragma once
 
 #include <cstddef>
@@ -37,8 +34,8 @@ class Regex {
   ~Regex();
 
   // nullptr and Go's wording ("error parsing regexp: missing closing ): `(`") in `error` (may be
-  // null) when invalid, or when the program would exceed its size bound ("error parsing regexp:
-  // expression too large").
+  // null) when invalid, or when the program would exceed RE2's memory budget ("error parsing
+  // regexp: expression too large").
   static std::shared_ptr<const Regex> compile(std::string_view pattern, std::string* error);
   // compile() through a process-wide cache keyed by the pattern text: bounded (it is emptied
   // when full, so hostile streams of distinct patterns cannot grow it) and thread-safe. Failed
@@ -48,11 +45,11 @@ class Regex {
   // regexp.MatchString: whether the pattern matches anywhere in `text` (stops at the first match).
   bool search(std::string_view text) const;
   // The leftmost-first match at or after byte `from`, as Go's FindStringIndex; [begin, end) are
-  // byte offsets. `scanned` (optional) receives how many bytes of input the search stepped over,
-  // for callers that charge the work to a budget.
+  // byte offsets. `scanned` (optional) receives how many bytes of input the search stepped over
+  // (to the match's end, or to the end of the text), for callers that charge the work to a budget.
   bool find(std::string_view text, std::size_t from, std::size_t* begin, std::size_t* end,
             std::size_t* scanned = nullptr) const;
-  // Instructions in the program: matching costs at most this much per input code point.
+  // Instructions in RE2's program: a measure of the work matching does per input byte.
   std::size_t program_size() const;
 
  private:
