@@ -44,6 +44,8 @@ struct Server : testing::ApiServerOverStore {
         "ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"rs","uid":"u-1"}]},
         "spec":{"containers":[{"name":"app","image":"nginx",
           "resources":{"limits":{"cpu":"500m"}}},{"name":"side","image":"busybox"}],
+          "initContainers":[{"name":"proxy","image":"envoy","restartPolicy":"Always"}],
+          "readinessGates":[{"conditionType":"example.com/ready"}],
           "nodeName":"node-1"}})");
       pod["metadata"]["name"] = "pod-" + std::to_string(i);
       REQUIRE(call("POST", kPods, pod.dump()).status == 201);
@@ -83,7 +85,7 @@ TEST_CASE("a LIST as a Table is what the decoded objects give", "[apiserver][tab
     REQUIRE(table["rows"].size() == 3);
     const json& row = table["rows"][0];
     CHECK(row["cells"][0] == "pod-0");
-    CHECK(row["cells"][1] == "0/2");  // READY of two containers
+    CHECK(row["cells"][1] == "0/3");  // READY of two containers and a sidecar
     if (include == IncludeObject::kNone) CHECK_FALSE(row.contains("object"));
     if (include != IncludeObject::kNone) {
       const json& meta = row["object"]["metadata"];
