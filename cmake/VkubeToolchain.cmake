@@ -1,8 +1,13 @@
 # Compiler cache, warnings and sanitizers shared by every vkube target.
 
 find_program(VKUBE_CCACHE ccache)
-if(VKUBE_CCACHE)
-  set(CMAKE_CXX_COMPILER_LAUNCHER ${VKUBE_CCACHE})
+if(VKUBE_CCACHE AND NOT CMAKE_CXX_COMPILER_LAUNCHER)
+  # ccache caches TUs that use a precompiled header only with these
+  # sloppinesses (its manual, "Precompiled headers"; -fpch-preprocess is added
+  # in cmake/BuildSpeed.cmake). ccache 4.7 takes them from the environment.
+  set(CMAKE_CXX_COMPILER_LAUNCHER
+      env CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
+      ${VKUBE_CCACHE})
   message(STATUS "vkube: using ccache at ${VKUBE_CCACHE}")
 endif()
 
