@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what vkube needs on Debian 12 (idempotently), then builds it.
 #
-#   tools/setup.sh            install dependencies and the real clients, build
+#   tools/setup.sh            install dependencies and the real clients, build vkube
+#   tools/setup.sh --tests    the same, and build what ctest runs (tools/test.sh)
 #   tools/setup.sh --deps     only install
 #   tools/setup.sh --sanitize build with ASan + UBSan into build-asan/
 #
@@ -15,12 +16,14 @@ cd "$root"
 
 build_dir=build
 build_flags=()
+target=vkube  # only the binary: the tests and benchmarks are twice its compile time
 only_deps=false
 for arg in "$@"; do
   case "$arg" in
     --deps) only_deps=true ;;
     --sanitize) build_dir=build-asan; build_flags+=(-DVKUBE_SANITIZE=ON) ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    --tests) target=vkube_tests ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
@@ -78,5 +81,5 @@ command -v ninja >/dev/null && generator=(-G Ninja)
 if [ ! -f "$build_dir/CMakeCache.txt" ]; then
   cmake -S . -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${build_flags[@]}" >/dev/null
 fi
-cmake --build "$build_dir" -j "$(nproc)"
-echo "setup: built $root/$build_dir/vkube"
+cmake --build "$build_dir" -j "$(nproc)" --target "$target"
+echo "setup: built $target in $root/$build_dir"
