@@ -61,6 +61,19 @@ endfunction()
 option(VKUBE_UNITY "Compile the test sources in batches (unity build)" ON)
 set(VKUBE_UNITY_BATCH 8 CACHE STRING "Test sources per unity batch")
 
+# The file holding Catch2's runner (CATCH_CONFIG_MAIN or _RUNNER before its
+# #include) must include catch.hpp itself: neither the PCH nor a unity batch
+# may have included it before, without the runner.
+function(_vkube_catch_main src out)
+  get_filename_component(abs ${src} ABSOLUTE)
+  file(READ ${abs} head LIMIT 200)
+  if(head MATCHES "CATCH_CONFIG_(MAIN|RUNNER)")
+    set(${out} TRUE PARENT_SCOPE)
+  else()
+    set(${out} FALSE PARENT_SCOPE)
+  endif()
+endfunction()
+
 function(_vkube_unity_groups target)
   get_target_property(sources ${target} SOURCES)
   set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_MODE GROUP)
@@ -68,8 +81,8 @@ function(_vkube_unity_groups target)
   foreach(src IN LISTS sources)
     get_filename_component(abs ${src} ABSOLUTE)
     file(RELATIVE_PATH rel ${PROJECT_SOURCE_DIR} ${abs})
-    file(READ ${abs} head LIMIT 200)
-    if(rel IN_LIST VKUBE_UNITY_SOLO OR head MATCHES "CATCH_CONFIG_(MAIN|RUNNER)")
+    _vkube_catch_main(${src} main)
+    if(rel IN_LIST VKUBE_UNITY_SOLO OR main)
       continue()
     endif()
     get_filename_component(dir ${rel} DIRECTORY)
@@ -84,9 +97,8 @@ function(_vkube_unity_groups target)
   endforeach()
 endfunction()
 
-# vkube_test_target(TARGET): a Catch2 test executable: -O1, the test PCH.
-# Its CATCH_CONFIG_MAIN file must include catch.hpp itself (the PCH would
-# have included it already, without the runner), so it is left out of the PCH.
+# vkube_test_target(TARGET): a Catch2 test executable: -O1, unity batches,
+# the test PCH (not for its runner's file).
 function(vkube_test_target target)
   target_compile_options(${target} PRIVATE ${VKUBE_TEST_OPT})
   if(VKUBE_UNITY)
@@ -98,8 +110,8 @@ function(vkube_test_target target)
     return()
   endif()
   foreach(src IN LISTS sources)
-    file(READ ${src} head LIMIT 200)
-    if(head MATCHES "CATCH_CONFIG_(MAIN|RUNNER)")
+    _vkube_catch_main(${src} main)
+    if(main)
       set_source_files_properties(${src} TARGET_DIRECTORY ${target}
                                   PROPERTIES SKIP_PRECOMPILE_HEADERS ON)
     endif()
