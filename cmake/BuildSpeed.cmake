@@ -61,19 +61,6 @@ endfunction()
 option(VKUBE_UNITY "Compile the test sources in batches (unity build)" ON)
 set(VKUBE_UNITY_BATCH 8 CACHE STRING "Test sources per unity batch")
 
-# The file holding Catch2's runner (CATCH_CONFIG_MAIN or _RUNNER before its
-# #include) must include catch.hpp itself: neither the PCH nor a unity batch
-# may have included it before, without the runner.
-function(_vkube_catch_main src out)
-  get_filename_component(abs ${src} ABSOLUTE)
-  file(READ ${abs} head LIMIT 200)
-  if(head MATCHES "CATCH_CONFIG_(MAIN|RUNNER)")
-    set(${out} TRUE PARENT_SCOPE)
-  else()
-    set(${out} FALSE PARENT_SCOPE)
-  endif()
-endfunction()
-
 function(_vkube_unity_groups target)
   get_target_property(sources ${target} SOURCES)
   set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_MODE GROUP)
@@ -81,8 +68,7 @@ function(_vkube_unity_groups target)
   foreach(src IN LISTS sources)
     get_filename_component(abs ${src} ABSOLUTE)
     file(RELATIVE_PATH rel ${PROJECT_SOURCE_DIR} ${abs})
-    _vkube_catch_main(${src} main)
-    if(rel IN_LIST VKUBE_UNITY_SOLO OR main)
+    if(rel IN_LIST VKUBE_UNITY_SOLO)
       continue()
     endif()
     get_filename_component(dir ${rel} DIRECTORY)
@@ -98,25 +84,17 @@ function(_vkube_unity_groups target)
 endfunction()
 
 # vkube_test_target(TARGET): a Catch2 test executable: -O1, unity batches,
-# the test PCH (not for its runner's file).
+# the test PCH. Its runner comes from vkube_catch_main (tests/CMakeLists.txt):
+# CATCH_CONFIG_MAIN must come before the first catch.hpp, which the PCH is.
 function(vkube_test_target target)
   target_compile_options(${target} PRIVATE ${VKUBE_TEST_OPT})
   if(VKUBE_UNITY)
     _vkube_unity_groups(${target})
   endif()
-  get_target_property(sources ${target} SOURCES)
   _vkube_pch_enabled(on)
-  if(NOT on)
-    return()
+  if(on)
+    target_precompile_headers(${target} REUSE_FROM vkube_pch_tests)
   endif()
-  foreach(src IN LISTS sources)
-    _vkube_catch_main(${src} main)
-    if(main)
-      set_source_files_properties(${src} TARGET_DIRECTORY ${target}
-                                  PROPERTIES SKIP_PRECOMPILE_HEADERS ON)
-    endif()
-  endforeach()
-  target_precompile_headers(${target} REUSE_FROM vkube_pch_tests)
 endfunction()
 
 # Called once at the end of the top-level CMakeLists: gives every library and
