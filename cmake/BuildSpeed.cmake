@@ -57,7 +57,8 @@ endfunction()
 # took 21 s of CPU as one batch, 59 s one by one. A batch holds up to
 # VKUBE_UNITY_BATCH files of one test directory; a file whose file-local
 # helpers (anonymous namespace) share a name with another's of its directory
-# is listed in VKUBE_UNITY_SOLO (tests/CMakeLists.txt) and compiles alone.
+# is listed in VKUBE_UNITY_SOLO (tests/CMakeLists.txt) and compiles alone, as
+# do the files of the directories in VKUBE_UNITY_SOLO_DIRS.
 option(VKUBE_UNITY "Compile the test sources in batches (unity build)" ON)
 set(VKUBE_UNITY_BATCH 8 CACHE STRING "Test sources per unity batch")
 
@@ -68,10 +69,10 @@ function(_vkube_unity_groups target)
   foreach(src IN LISTS sources)
     get_filename_component(abs ${src} ABSOLUTE)
     file(RELATIVE_PATH rel ${PROJECT_SOURCE_DIR} ${abs})
-    if(rel IN_LIST VKUBE_UNITY_SOLO)
+    get_filename_component(dir ${rel} DIRECTORY)
+    if(rel IN_LIST VKUBE_UNITY_SOLO OR dir IN_LIST VKUBE_UNITY_SOLO_DIRS)
       continue()
     endif()
-    get_filename_component(dir ${rel} DIRECTORY)
     string(MAKE_C_IDENTIFIER "${dir}" key)
     if(NOT DEFINED count_${key})
       set(count_${key} 0)
