@@ -267,32 +267,6 @@ void TableWriter::add(const json& obj) {
 
 namespace {
 
-// Calls fn(element) for every element of the JSON array `text`; false when
-// `text` is not an array the scan can walk.
-template <typename Fn>
-bool for_each_element(std::string_view text, Fn&& fn) {
-  auto space = [&](size_t i) {
-    while (i < text.size() &&
-           (text[i] == ' ' || text[i] == '\n' || text[i] == '\r' || text[i] == '\t'))
-      ++i;
-    return i;
-  };
-  size_t i = space(0);
-  if (i >= text.size() || text[i] != '[') return false;
-  i = space(i + 1);
-  if (i < text.size() && text[i] == ']') return true;
-  for (;;) {
-    size_t end = json_scan::skip_value(text, i);
-    if (end == json_scan::npos) return false;
-    fn(text.substr(i, end - i));
-    i = space(end);
-    if (i >= text.size()) return false;
-    if (text[i] == ']') return true;
-    if (text[i] != ',') return false;
-    i = space(i + 1);
-  }
-}
-
 // A pod's spec as the pod printer reads it (builtin/tables_core.cpp: the
 // containers' count, the init containers, nodeName, readinessGates): the
 // containers, most of a pod's bytes, become empty objects instead of being
@@ -305,7 +279,8 @@ bool printer_pod_spec(std::string_view text, json& spec) {
     if (key == "containers") {
       json& list = spec["containers"];
       list = json::array();
-      ok = for_each_element(v, [&](std::string_view) { list.push_back(json::object()); });
+      ok =
+          json_scan::for_each_element(v, [&](std::string_view) { list.push_back(json::object()); });
     } else if (key == "initContainers" || key == "nodeName" || key == "readinessGates") {
       json value = json::parse(v, nullptr, false);
       ok = !value.is_discarded();

@@ -28,6 +28,11 @@ size_t skip_value(std::string_view text, size_t pos);
 template <typename Fn>
 bool for_each_member(std::string_view text, Fn&& fn);
 
+// Calls fn(value) for every element of the array `text` holds, in order.
+// Returns false when `text` is not an array the scan can walk.
+template <typename Fn>
+bool for_each_element(std::string_view text, Fn&& fn);
+
 namespace detail {
 size_t skip_space(std::string_view text, size_t pos);
 }  // namespace detail
@@ -52,6 +57,24 @@ bool for_each_member(std::string_view text, Fn&& fn) {
     i = detail::skip_space(text, value_end);
     if (i >= text.size()) return false;
     if (text[i] == '}') return detail::skip_space(text, i + 1) == text.size();
+    if (text[i] != ',') return false;
+    i = detail::skip_space(text, i + 1);
+  }
+}
+
+template <typename Fn>
+bool for_each_element(std::string_view text, Fn&& fn) {
+  size_t i = detail::skip_space(text, 0);
+  if (i >= text.size() || text[i] != '[') return false;
+  i = detail::skip_space(text, i + 1);
+  if (i < text.size() && text[i] == ']') return detail::skip_space(text, i + 1) == text.size();
+  for (;;) {
+    size_t end = skip_value(text, i);
+    if (end == npos) return false;
+    fn(text.substr(i, end - i));
+    i = detail::skip_space(text, end);
+    if (i >= text.size()) return false;
+    if (text[i] == ']') return detail::skip_space(text, i + 1) == text.size();
     if (text[i] != ',') return false;
     i = detail::skip_space(text, i + 1);
   }

@@ -68,3 +68,21 @@ TEST_CASE("the JSON scan stops when asked to", "[json_scan]") {
   CHECK(vkube::json_scan::skip_value("12,", 0) == 2);
   CHECK(vkube::json_scan::skip_value("   ", 0) == vkube::json_scan::npos);
 }
+
+TEST_CASE("the JSON scan walks an array's elements without parsing them", "[json_scan]") {
+  auto elements = [](std::string_view text) -> std::optional<std::vector<std::string>> {
+    std::vector<std::string> out;
+    if (!vkube::json_scan::for_each_element(text, [&](std::string_view v) { out.emplace_back(v); }))
+      return std::nullopt;
+    return out;
+  };
+  auto e = elements(R"( [ {"name":"a","args":["]",","]} , "x" ,[1,2],null ] )");
+  REQUIRE(e.has_value());
+  CHECK(*e ==
+        std::vector<std::string>{R"({"name":"a","args":["]",","]})", R"("x")", "[1,2]", "null"});
+  CHECK(elements("[]") == std::vector<std::string>{});
+  CHECK_FALSE(elements(R"({"a":1})").has_value());
+  CHECK_FALSE(elements("[1,2").has_value());
+  CHECK_FALSE(elements("[1 2]").has_value());
+  CHECK_FALSE(elements("[1],").has_value());
+}
