@@ -37,7 +37,7 @@ http::Response raw_list(Context& c, const ListOutput& listed, const json& meta) 
 http::Response table_list(Context& c, ListOutput& listed, const json& meta) {
   TableWriter table(c.kind, parse_include_object(c.param("includeObject").value_or("")), meta);
   for (const storage::KeyValuePtr& kv : listed.raw_items) {
-    if (!table.add_stored(*kv))
+    if (!table.add_stored(kv))
       return error_response(Status::corruption("stored object " + kv->key + " is not valid JSON"));
   }
   for (json& obj : listed.items) {

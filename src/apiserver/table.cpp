@@ -3,8 +3,10 @@
 #include <array>
 #include <charconv>
 
+#include "builtin/tables_util.h"
 #include "custom_resources.h"
 #include "errors.h"
+#include "kinds.h"
 #include "object.h"
 #include "vkube/common/json_scan.h"
 
@@ -165,13 +167,13 @@ class Writer {
 
 // The row's object: PartialObjectMetadata, or the whole object with its kind
 // and apiVersion, as make_table builds it and json_response writes it.
+// `metadata` is the object's metadata as JSON in kube's field order.
 void write_object(Writer& w, const api::Resource& r, IncludeObject include,
-                  const std::vector<Member>& top, const std::vector<Member>& meta,
-                  const std::string* rv) {
+                  const std::vector<Member>& top, std::string_view metadata) {
   std::string& out = w.out();
   if (include == IncludeObject::kMetadata) {
     out += R"(,"object":{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":)";
-    w.ordered(meta, object_meta_order(), rv);
+    out += metadata;
     out += '}';
     return;
   }
@@ -183,7 +185,7 @@ void write_object(Writer& w, const api::Resource& r, IncludeObject include,
   w.key("apiVersion", first);
   w.value({{}, {}, &api_version});
   w.key("metadata", first);
-  w.ordered(meta, object_meta_order(), rv);
+  out += metadata;
   for (std::string_view k : {std::string_view("spec"), std::string_view("status")}) {
     for (const Member& m : top) {
       if (m.key != k) continue;
@@ -199,13 +201,22 @@ void write_object(Writer& w, const api::Resource& r, IncludeObject include,
   out += '}';
 }
 
+// The AGE cell's text (tables::age) of an object created at `created`.
+std::string age_text(std::optional<int64_t> created, int64_t now) {
+  return created ? builtin::human_duration(now - *created) : "<unknown>";
+}
+
+// How far ahead a printer is run a second time to tell the cells that
+// depend on the time: any duration kube prints differs over 31 years.
+constexpr int64_t kProbeSeconds = 1'000'000'000;
+
 }  // namespace
 
 json make_table(const Kind& kind, const std::vector<json>& objects, IncludeObject include,
-                json list_meta) {
+                json list_meta, std::optional<int64_t> at) {
   const api::Resource& r = kind.resource;
   json rows = json::array();
-  const int64_t now = now_unix();
+  const int64_t now = at.value_or(now_unix());
   for (const json& obj : objects) {
     json row = {{"cells", cells_of(kind, obj, now)}};
     if (include == IncludeObject::kMetadata) {
@@ -228,8 +239,15 @@ json make_table(const Kind& kind, const std::vector<json>& objects, IncludeObjec
           {"rows", std::move(rows)}};
 }
 
-TableWriter::TableWriter(const Kind& kind, IncludeObject include, const json& list_meta)
-    : kind_(kind), include_(include), now_(now_unix()) {
+TableWriter::TableWriter(const Kind& kind, IncludeObject include, const json& list_meta,
+                         std::optional<int64_t> now)
+    : kind_(kind),
+      resource_(kind.resource.gv.group + "/" + kind.resource.gv.version + "/" +
+                kind.resource.plural),
+      include_(include),
+      now_(now.value_or(now_unix())) {
+  for (size_t i = 0; i < kind.resource.columns.size(); ++i)
+    if (kind.resource.columns[i].name == "Age") age_column_ = static_cast<int>(i);
   // The table without rows, as json_response writes it, cut before the
   // rows' closing bracket.
   json head = {{"kind", "Table"},
@@ -260,8 +278,10 @@ void TableWriter::add(const json& obj) {
   std::vector<Member> top, meta;
   json_members(obj, top);
   json_members(metadata, meta);
+  std::string ordered_meta;
+  Writer(ordered_meta).ordered(meta, object_meta_order(), nullptr);
   Writer w(out_);
-  write_object(w, kind_.resource, include_, top, meta, nullptr);
+  write_object(w, kind_.resource, include_, top, ordered_meta);
   out_ += '}';
 }
 
@@ -293,46 +313,118 @@ bool printer_pod_spec(std::string_view text, json& spec) {
 
 }  // namespace
 
-bool TableWriter::add_stored(const storage::KeyValue& kv) {
-  if (kind_.resource.is_custom) {
-    auto obj = decode_stored(kv);
-    if (!obj.is_ok()) return false;
-    add(*obj);
-    return true;
-  }
+std::shared_ptr<TableRow> TableWriter::print_stored(const storage::KeyValue& kv, json& cells,
+                                                    bool keep) {
   thread_local std::vector<Member> top, meta;
-  if (!members_of(std::string_view(kv.value), top)) return false;
+  if (!members_of(std::string_view(kv.value), top)) return nullptr;
   const bool pod = kind_.resource.gv.group.empty() && kind_.resource.plural == "pods";
   meta.clear();
   // What the printer sees: the object as decoded, less managedFields.
   json obj = json::object();
   for (const Member& m : top) {
     if (m.key == "metadata") {
-      if (!members_of(m.text, meta)) return false;
+      if (!members_of(m.text, meta)) return nullptr;
       json& md = obj["metadata"];
       md = json::object();
       for (const Member& f : meta) {
         if (f.key == "managedFields" || f.key == "resourceVersion") continue;
         json v = json::parse(f.text, nullptr, false);
-        if (v.is_discarded()) return false;
+        if (v.is_discarded()) return nullptr;
         md[unescaped(f.key)] = std::move(v);
       }
       continue;
     }
     if (pod && m.key == "spec") {
-      if (!printer_pod_spec(m.text, obj["spec"])) return false;
+      if (!printer_pod_spec(m.text, obj["spec"])) return nullptr;
       continue;
     }
     json v = json::parse(m.text, nullptr, false);
-    if (v.is_discarded()) return false;
+    if (v.is_discarded()) return nullptr;
     obj[unescaped(m.key)] = std::move(v);
   }
   const std::string rv = std::to_string(kv.mod_revision);
   obj["metadata"]["resourceVersion"] = rv;
-  begin_row(cells_of(kind_, obj, now_));
-  if (include_ != IncludeObject::kNone) {
+  cells = cells_of(kind_, obj, now_);
+  auto row = std::make_shared<TableRow>();
+  row->resource = resource_;
+  Writer(row->metadata).ordered(meta, object_meta_order(), &rv);
+  if (keep) keep_cells(*row, obj, cells);
+  return row;
+}
+
+void TableWriter::keep_cells(TableRow& row, const json& obj, const json& cells) const {
+  row.created =
+      builtin::tables::parse_time(builtin::tables::find(obj, {"metadata", "creationTimestamp"}));
+  // Cells that differ when printed later depend on the time; only AGE may,
+  // and only as printed from creationTimestamp.
+  const json later = cells_of(kind_, obj, now_ + kProbeSeconds);
+  if (!cells.is_array() || !later.is_array() || later.size() != cells.size()) return;
+  for (size_t i = 0; i < cells.size(); ++i) {
+    if (static_cast<int>(i) != age_column_) {
+      if (cells[i] != later[i]) return;
+    } else if (cells[i] != age_text(row.created, now_) ||
+               later[i] != age_text(row.created, now_ + kProbeSeconds)) {
+      return;
+    }
+  }
+  // The cells' text, cut where AGE goes.
+  std::string text = "[";
+  size_t age_at = std::string::npos;
+  for (size_t i = 0; i < cells.size(); ++i) {
+    if (i > 0) text += ',';
+    if (static_cast<int>(i) == age_column_) {
+      age_at = text.size();
+      continue;
+    }
+    append_json(text, cells[i]);
+  }
+  text += ']';
+  row.has_age = age_at != std::string::npos;
+  row.cells_head = text.substr(0, age_at);
+  if (row.has_age) row.cells_tail = text.substr(age_at);
+  row.cells_kept = true;
+}
+
+bool TableWriter::add_stored(const storage::KeyValuePtr& kv) {
+  if (kind_.resource.is_custom) {
+    auto obj = decode_stored(*kv);
+    if (!obj.is_ok()) return false;
+    add(*obj);
+    return true;
+  }
+  TableRowCache& cache = TableRowCache::shared();
+  std::shared_ptr<const TableRow> row = cache.find(kv, resource_);
+  json cells;  // the printer's, for a row without kept cells
+  if (!row || !row->cells_kept) {
+    std::shared_ptr<TableRow> printed = print_stored(*kv, cells, /*keep=*/!row);
+    if (!printed) return false;
+    if (!row) cache.put(kv, printed);
+    row = std::move(printed);
+  }
+  if (!first_row_) out_ += ',';
+  first_row_ = false;
+  out_ += "{\"cells\":";
+  if (row->cells_kept) {
+    out_ += row->cells_head;
+    if (row->has_age) {
+      out_ += '"';
+      out_ += age_text(row->created, now_);
+      out_ += '"';
+      out_ += row->cells_tail;
+    }
+  } else {
+    append_json(out_, cells);
+  }
+  if (include_ == IncludeObject::kMetadata) {
+    out_ +=
+        R"(,"object":{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":)";
+    out_ += row->metadata;
+    out_ += '}';
+  } else if (include_ == IncludeObject::kObject) {
+    thread_local std::vector<Member> top;
+    if (!members_of(std::string_view(kv->value), top)) return false;
     Writer w(out_);
-    write_object(w, kind_.resource, include_, top, meta, &rv);
+    write_object(w, kind_.resource, include_, top, row->metadata);
   }
   out_ += '}';
   return true;

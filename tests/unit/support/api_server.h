@@ -31,7 +31,9 @@ struct ApiServerOverStore {
     options.backend = store.get();
     api = apiserver::ApiServer::create(options);
   }
-  ~ApiServerOverStore() { api->shutdown(); }
+  ~ApiServerOverStore() {
+    if (api) api->shutdown();
+  }
 };
 
 // A request for `target` ("/path?query"), with path and query split out.
@@ -43,6 +45,21 @@ inline http::Request request(const std::string& method, const std::string& targe
   req.path = target.substr(0, q);
   if (q != std::string::npos) req.query = target.substr(q + 1);
   return req;
+}
+
+// `method` on `target` as an admin (system:masters) in process, with a JSON
+// `body` when given and an Accept header when `accept` is set.
+inline http::Response admin_call(apiserver::ApiServer& api, const std::string& method,
+                                 const std::string& target, std::string body = "",
+                                 const std::string& accept = "") {
+  http::Request req = request(method, target);
+  req.peer = http::PeerCertificate{"admin", {"system:masters"}};
+  if (!body.empty()) {
+    req.body = std::move(body);
+    req.headers.push_back({"Content-Type", "application/json"});
+  }
+  if (!accept.empty()) req.headers.push_back({"Accept", accept});
+  return api.handle(req);
 }
 
 // boxes.example.com: a namespaced CRD serving v1 (stored) and v1beta1, any fields kept.
