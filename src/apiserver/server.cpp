@@ -172,7 +172,13 @@ http::Response text_response(int code, std::string body) {
 }  // namespace
 
 http::Response Server::handle(http::Request& req) {
-  return http::DeferredResponse::wait(serve(req));
+  http::Response r = http::DeferredResponse::wait(serve(req));
+  // An in-process caller reads `body`.
+  if (r.shared_body) {
+    r.body = *r.shared_body;
+    r.shared_body.reset();
+  }
+  return r;
 }
 
 http::Response Server::serve(http::Request& req) {
@@ -270,8 +276,8 @@ http::Response Server::chain(http::Request& req, const RequestInfo& info) {
     // In flight, holding its body, until the transport has sent the answer.
     http::DeferredResponse::finally(
         resp, [lease, key = std::move(list_key), limiter = limiter_](http::Response& r) mutable {
-          lease->settle(r.body.size());
-          if (!key.empty() && r.status == 200) limiter->learn_list(key, r.body.size());
+          lease->settle(r.body_bytes().size());
+          if (!key.empty() && r.status == 200) limiter->learn_list(key, r.body_bytes().size());
           r.lease = std::move(lease);
         });
   }

@@ -424,7 +424,8 @@ void Connection::write_response() {
   keep_alive_ = !close;
   bool has_body = status_allows_body(response_.status);
   Framing framing;
-  if (has_body) framing.content_length = response_.body.size();
+  const std::string_view body = response_.body_bytes();
+  if (has_body) framing.content_length = body.size();
   framing.close = close;
   framing.keep_alive_header = http10_ && !close;
   format_head(head_, response_.status, response_.headers, framing);
@@ -433,8 +434,8 @@ void Connection::write_response() {
   arm(core_.options.read_timeout);  // also bounds a client that never reads
   response_buffers_[0] = net::buffer(head_);
   size_t count = 1;
-  if (has_body && !head_request_ && !response_.body.empty()) {
-    response_buffers_[count++] = net::buffer(response_.body);
+  if (has_body && !head_request_ && !body.empty()) {
+    response_buffers_[count++] = net::buffer(body.data(), body.size());
   }
   // A span, not a std::array: Asio's two-buffer specialisation hands the
   // stream an empty first buffer once the head is out (a stream that wrote

@@ -117,6 +117,10 @@ struct Response {
   int status = 200;
   std::vector<Header> headers;  // Content-Type etc.; Content-Length is set by the transport
   std::string body;
+  // When set, the body instead of `body` (left empty): bytes shared with
+  // other answers and never changed (identical LISTs answered at once), sent
+  // without a copy.
+  std::shared_ptr<const std::string> shared_body;
   std::shared_ptr<ResponseStream> stream;  // when set, body is ignored
   // When set, the rest is ignored: the answer comes later (DeferredResponse).
   std::shared_ptr<DeferredResponse> deferred;
@@ -140,6 +144,8 @@ struct Response {
   std::shared_ptr<void> lease;
 
   void set_header(std::string name, std::string value);
+  // The body's bytes, shared or not.
+  std::string_view body_bytes() const { return shared_body ? *shared_body : body; }
 };
 
 // An answer its handler gives later, from any thread: the handler returns a

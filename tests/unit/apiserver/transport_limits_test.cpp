@@ -194,7 +194,7 @@ TEST_CASE("reads beyond the byte budget get 429 while earlier answers hold it", 
   http::Request first = s.from_network("GET", kConfigMaps);
   auto held = s.api->serve(first);
   REQUIRE(held.status == 200);
-  REQUIRE(held.body.size() > 128 * 1024);
+  REQUIRE(held.body_bytes().size() > 128 * 1024);
   CHECK(s.call("GET", kConfigMaps).status == 429);
   CHECK(s.call("GET", kConfigMaps + std::string("/cm1")).status == 429);
   // Writes are held to their own count, not to the readers' bytes.
