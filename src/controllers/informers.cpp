@@ -1,6 +1,7 @@
 #include "vkube/controllers/informers.h"
 #include "vkube/controllers/object_cache.h"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <map>
@@ -122,9 +123,13 @@ struct Informers::State {
   };
   std::unordered_map<std::string, Watched> resources;  // by resource_id
   std::vector<Handler> any_handlers;
-  // The last state of every object no cache keeps (metadata only), for the
-  // deletes that handlers see; kept only when a handler can see them.
-  std::unordered_map<std::string, ObjectPtr> others;
+  // The revision last seen of every object no cache keeps, by storage key;
+  // kept only when a handler can see them. Their states are not kept: a
+  // watch event carries the state before it (prev_kv), and a relist reads
+  // a missed object's last state back from the store's history. Keeping
+  // their parsed metadata cost about 1 KB per stored object, most of a
+  // tenant's memory once it holds tens of thousands of ConfigMaps.
+  std::unordered_map<std::string, storage::Revision> others;
 
   std::unique_ptr<storage::Watch> watch;
   std::thread thread;
@@ -161,12 +166,16 @@ struct Informers::State {
   }
 
   // Applies one stored state (obj null: deleted) and tells the handlers.
-  void apply(const std::string& storage_key, ObjectPtr obj) {
+  // `rev`: the put's revision; `prev`: the state before the event, when the
+  // event carries it (the last state of an uncached object comes from it).
+  void apply(const std::string& storage_key, ObjectPtr obj, storage::Revision rev = 0,
+             const storage::KeyValue* prev = nullptr) {
     Target t;
-    if (locate(storage_key, &t)) apply(storage_key, t, std::move(obj));
+    if (locate(storage_key, &t)) apply(storage_key, t, std::move(obj), rev, prev);
   }
 
-  void apply(const std::string& storage_key, const Target& t, ObjectPtr obj) {
+  void apply(const std::string& storage_key, const Target& t, ObjectPtr obj, storage::Revision rev,
+             const storage::KeyValue* prev) {
     ObjectCache* cache = t.cache;
     if (cache == nullptr && any_handlers.empty() && (!t.watched || t.watched->handlers.empty()))
       return;
@@ -177,14 +186,17 @@ struct Informers::State {
     if (cache != nullptr) {
       old = obj ? cache->put(e.key, obj) : cache->remove(e.key);
     } else if (obj) {
-      auto [it, inserted] = others.try_emplace(storage_key, obj);
+      auto [it, inserted] = others.try_emplace(storage_key, rev);
       if (!inserted) {
-        old = it->second;
-        it->second = obj;
+        old = last_state(storage_key, it->second, prev);
+        it->second = rev;
       }
     } else if (auto it = others.find(storage_key); it != others.end()) {
-      old = it->second;
+      old = last_state(storage_key, it->second, prev);
       others.erase(it);
+      // Its state is gone from history too (compacted): the handlers still
+      // hear of the delete, with what the key says.
+      if (!old) old = from_key(t);
     }
     if (obj) {
       e.type = old ? EventType::kModified : EventType::kAdded;
@@ -199,6 +211,31 @@ struct Informers::State {
     if (t.watched != nullptr)
       for (const Handler& h : t.watched->handlers) h(e);
     for (const Handler& h : any_handlers) h(e);
+  }
+
+  // The metadata of an uncached object as last seen at revision `seen`:
+  // the event's previous state when it is that one (always, on a watch that
+  // missed nothing), else read back at that revision, or at the oldest one
+  // history still has (a state it had after `seen`). Null when history no
+  // longer has the object.
+  ObjectPtr last_state(const std::string& storage_key, storage::Revision seen,
+                       const storage::KeyValue* prev) {
+    if (prev != nullptr && prev->mod_revision == seen) return decode_metadata(*prev);
+    auto got = store.get(storage_key, std::max(seen, store.compacted_revision()));
+    return got.is_ok() ? decode_metadata(*got) : nullptr;
+  }
+
+  // A deleted object's metadata from its key alone: name and namespace.
+  static ObjectPtr from_key(const Target& t) {
+    json meta = json::object();
+    auto slash = t.key.find('/');
+    if (slash == std::string_view::npos) {
+      meta["name"] = std::string(t.key);
+    } else {
+      meta["namespace"] = std::string(t.key.substr(0, slash));
+      meta["name"] = std::string(t.key.substr(slash + 1));
+    }
+    return std::make_shared<const json>(json{{"metadata", std::move(meta)}});
   }
 
   void advance(storage::Revision rev) {
@@ -227,10 +264,13 @@ struct Informers::State {
         if (cur &&
             (*cur)["metadata"].value("resourceVersion", "") == std::to_string(kv.mod_revision))
           continue;
+      } else if (auto seen = others.find(kv.key);
+                 seen != others.end() && seen->second == kv.mod_revision) {
+        continue;
       }
       ObjectPtr obj = decode_for(t, kv);
       if (!obj) continue;
-      apply(kv.key, t, std::move(obj));
+      apply(kv.key, t, std::move(obj), kv.mod_revision, nullptr);
     }
     // Deletions missed while the watch was gone.
     for (auto& [id, watched] : resources) {
@@ -271,7 +311,8 @@ struct Informers::State {
           Target t;
           if (locate(ev->kv.key, &t))
             apply(ev->kv.key, t,
-                  ev->type == storage::EventType::kPut ? decode_for(t, ev->kv) : nullptr);
+                  ev->type == storage::EventType::kPut ? decode_for(t, ev->kv) : nullptr,
+                  ev->kv.mod_revision, ev->prev_kv ? &*ev->prev_kv : nullptr);
           advance(ev->kv.mod_revision);
         }
         if (!s.is_ok()) {

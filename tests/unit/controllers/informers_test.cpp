@@ -128,5 +128,45 @@ TEST_CASE("uncached objects reach any-handlers with metadata, deletes included",
   informers.stop();
 }
 
+TEST_CASE("uncached objects' updates and deletes carry the state before them",
+          "[controllers][informers]") {
+  Store s;
+  storage::Revision first = s.put("d", "settings");
+  Informers informers(*s.backend);
+  Seen seen;
+  informers.on_any_event([&](const ObjectEvent& e) { seen.add(e); });
+  REQUIRE(informers.start().is_ok());
+  const std::string key = "/registry/core/configmaps/d/settings";
+  json changed = {{"apiVersion", "v1"},
+                  {"kind", "ConfigMap"},
+                  {"metadata",
+                   {{"name", "settings"},
+                    {"namespace", "d"},
+                    {"uid", "uid-settings"},
+                    {"labels", {{"tier", "web"}}}}},
+                  {"data", {{"k", "w"}}}};
+  auto updated = s.backend->update(key, changed.dump(), first);
+  REQUIRE(updated.is_ok());
+  auto gone = s.backend->remove(key, updated->mod_revision);
+  REQUIRE(gone.is_ok());
+  REQUIRE(informers.wait_for(gone->mod_revision));
+
+  std::lock_guard lock(seen.mu);
+  REQUIRE(seen.events.size() == 3);
+  const ObjectEvent& modified = seen.events[1];
+  CHECK(modified.type == EventType::kModified);
+  REQUIRE(modified.old);
+  CHECK((*modified.old)["metadata"]["resourceVersion"] == std::to_string(first));
+  CHECK_FALSE((*modified.old)["metadata"].contains("labels"));
+  CHECK((*modified.object)["metadata"]["labels"]["tier"] == "web");
+  const ObjectEvent& deleted = seen.events[2];
+  CHECK(deleted.type == EventType::kDeleted);
+  CHECK((*deleted.object)["metadata"]["uid"] == "uid-settings");
+  CHECK((*deleted.object)["metadata"]["labels"]["tier"] == "web");
+  CHECK((*deleted.object)["metadata"]["resourceVersion"] == std::to_string(updated->mod_revision));
+  CHECK_FALSE(deleted.object->contains("data"));
+  informers.stop();
+}
+
 }  // namespace
 }  // namespace vkube::controllers
