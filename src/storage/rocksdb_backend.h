@@ -21,7 +21,9 @@
 #include <rocksdb/write_batch.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -62,8 +64,8 @@ Status from_rocksdb(const rocksdb::Status& s, const std::string& what);
 // Rebuilds the events in (after, until] under `prefix` from the event log, at
 // most `max`; *next is the revision after the last examined. kExpired when
 // compaction removed part of the range, kCancelled once the store closed.
-Status read_log(DbHandle& h, const std::string& prefix, Revision after, Revision until,
-                size_t max, std::vector<EventPtr>* out, Revision* next);
+Status read_log(DbHandle& h, const std::string& prefix, Revision after, Revision until, size_t max,
+                std::vector<EventPtr>* out, Revision* next);
 
 class RocksDbBackend final : public Backend {
  public:
@@ -107,8 +109,7 @@ class RocksDbBackend final : public Backend {
     Result<KeyValue> result;
   };
 
-  Result<KeyValue> mutate(Op op, std::string_view key, std::string_view value,
-                          Revision expected);
+  Result<KeyValue> mutate(Op op, std::string_view key, std::string_view value, Revision expected);
   // Checks the precondition, takes the next revision and adds the write to
   // the open group. Caller holds write_mu_. Returns what the writer gets once
   // the group commits.
@@ -123,6 +124,10 @@ class RocksDbBackend final : public Backend {
   // writers' acknowledgements. Caller holds write_mu_ and leads.
   std::vector<Completion> commit_group(std::unique_lock<std::mutex>& lock);
   void committer_main();
+  // Flushes the memtables of an idle store when they hold enough to be worth
+  // it; true when a flush was started. Called without write_mu_.
+  bool flush_idle_memtables();
+  bool flush_running() const;
   // Hands the lead to the committer thread (starting it). Caller holds write_mu_.
   void wake_committer();
 
@@ -144,7 +149,7 @@ class RocksDbBackend final : public Backend {
   Revision assigned_ = 0;
   bool leading_ = false;
   std::condition_variable idle_cv_;  // signalled when a group finishes
-  Status write_error_;  // set after a failed commit: the store refuses writes
+  Status write_error_;               // set after a failed commit: the store refuses writes
   std::unique_ptr<rocksdb::WriteBatch> batch_;
   std::vector<EventPtr> group_events_;
   std::vector<Member> group_;
@@ -152,6 +157,11 @@ class RocksDbBackend final : public Backend {
   std::condition_variable committer_cv_;
   bool committer_turn_ = false;  // the committer is handed the lead
   bool committer_stop_ = false;
+  uint64_t commits_ = 0;           // groups committed, for the committer's idle check
+  bool committer_asleep_ = false;  // waiting for work with nothing to flush
+  static constexpr std::chrono::milliseconds kIdleFlushAfter{1000};
+  static constexpr std::chrono::milliseconds kIdleTrimPoll{250};
+  static constexpr uint64_t kIdleFlushMinBytes = 4u << 20;
   std::unordered_map<std::string, Pending> pending_;
 };
 

@@ -2,6 +2,7 @@
 #include <rocksdb/cache.h>
 #include <rocksdb/filter_policy.h>
 #include <rocksdb/table.h>
+#include <rocksdb/write_buffer_manager.h>
 
 #include <algorithm>
 #include <cstdarg>
@@ -43,8 +44,10 @@ class WarningLogger final : public rocksdb::Logger {
     // What RocksDB reports as a warning or error also reaches its caller
     // as a Status (a lock held, a backup directory not there yet), which
     // says it in context; its own line is for debugging.
-    if (level >= rocksdb::InfoLogLevel::FATAL_LEVEL) VKUBE_LOG(error, "rocksdb", {"message", buf});
-    else VKUBE_LOG(debug, "rocksdb", {"message", buf});
+    if (level >= rocksdb::InfoLogLevel::FATAL_LEVEL)
+      VKUBE_LOG(error, "rocksdb", {"message", buf});
+    else
+      VKUBE_LOG(debug, "rocksdb", {"message", buf});
   }
 };
 
@@ -76,6 +79,12 @@ rocksdb::Options base_options(const RocksDbOptions& o) {
   opts.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
   static const auto logger = std::make_shared<WarningLogger>();
   opts.info_log = logger;
+  // One memtable budget for every store of the process (a host holds
+  // hundreds): past it, the writing store flushes its largest memtable.
+  // Without it each store could hold 2 x (8 + 8 + 2 + 2) MiB unflushed.
+  static const auto write_buffers =
+      std::make_shared<rocksdb::WriteBufferManager>(o.memtable_budget_bytes);
+  opts.write_buffer_manager = write_buffers;
   return opts;
 }
 
@@ -94,12 +103,16 @@ rocksdb::ColumnFamilyOptions family_options(const std::string& name, const Rocks
   // index did not fit a cache shard and every get re-read it.
   table.cache_index_and_filter_blocks = false;
   table.format_version = 5;
+  // Each write lands twice, in "latest" and "history" (about 1 KB of
+  // memtable per ConfigMap created): their buffers are 8 MiB, not 16, so
+  // that a burst of creates leaves less unflushed (the process-wide budget
+  // in base_options() bounds the sum, and an idle store flushes: committer_main).
   if (name == "latest" || name == "history") {
     table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
-    cf.write_buffer_size = 16u << 20;
+    cf.write_buffer_size = 8u << 20;
     cf.target_file_size_base = 16u << 20;
   } else {
-    cf.write_buffer_size = 4u << 20;
+    cf.write_buffer_size = 2u << 20;
   }
   cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   cf.compression = rocksdb::kNoCompression;
@@ -111,8 +124,8 @@ Status from_rocksdb(const rocksdb::Status& s, const std::string& what) {
   if (s.ok()) return Status::ok();
   std::string msg = what + ": " + s.ToString();
   if (s.IsIOError() && s.ToString().find("lock") != std::string::npos)
-    return Status::unavailable(what + ": the store is in use by another process (" +
-                               s.ToString() + ")");
+    return Status::unavailable(what + ": the store is in use by another process (" + s.ToString() +
+                               ")");
   if (s.IsCorruption()) return Status::corruption(msg);
   if (s.IsInvalidArgument() || s.IsNotSupported()) return Status::invalid(msg);
   if (s.IsNoSpace()) return Status::unavailable(msg);
@@ -142,7 +155,8 @@ Result<Revision> read_meta_revision(rocksdb::DB* db, rocksdb::ColumnFamilyHandle
   rocksdb::Status s = db->Get(rocksdb::ReadOptions(), meta, key, &v);
   if (s.IsNotFound()) return Revision{0};
   if (!s.ok()) return from_rocksdb(s, "reading store metadata");
-  if (v.size() != 8) return Status::corruption("store metadata '" + std::string(key) + "' is damaged");
+  if (v.size() != 8)
+    return Status::corruption("store metadata '" + std::string(key) + "' is damaged");
   return static_cast<Revision>(codec::get_be64(v));
 }
 
@@ -168,8 +182,8 @@ Status check_directory(const RocksDbOptions& o, bool* fresh) {
     if (!fs::is_directory(o.path, ec)) return Status::invalid(o.path + " is not a directory");
     for (const auto& entry : fs::directory_iterator(o.path, ec)) {
       (void)entry;
-      return Status::invalid(o.path +
-                             " is not empty and holds no vkube store; refusing to create one there");
+      return Status::invalid(
+          o.path + " is not empty and holds no vkube store; refusing to create one there");
     }
   }
   fs::create_directories(o.path, ec);
@@ -214,7 +228,8 @@ Result<std::unique_ptr<Backend>> open_rocksdb(const RocksDbOptions& options) {
   if (s.IsInvalidArgument() && s.ToString().find("Column families not opened") != std::string::npos)
     return Status::invalid("store " + options.path +
                            " has column families vkube does not know: not a vkube store, or a "
-                           "newer format (" + s.ToString() + ")");
+                           "newer format (" +
+                           s.ToString() + ")");
   if (!s.ok()) return from_rocksdb(s, "opening store " + options.path);
   h->meta = h->all[0];
   h->latest = h->all[1];
@@ -257,7 +272,8 @@ RocksDbBackend::RocksDbBackend(RocksDbOptions options, std::shared_ptr<DbHandle>
                                Revision current, Revision compacted)
     : options_(std::move(options)),
       h_(std::move(handle)),
-      hub_(options_.watch_history_events, options_.watch_buffer_events, options_.watch_history_bytes),
+      hub_(options_.watch_history_events, options_.watch_buffer_events,
+           options_.watch_history_bytes),
       committed_(current),
       compacted_(compacted),
       assigned_(current),

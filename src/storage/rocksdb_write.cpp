@@ -2,6 +2,7 @@
 #include "key_codec.h"
 #include "rocksdb_backend.h"
 #include "vkube/common/log.h"
+#include "vkube/common/memory.h"
 
 namespace vkube::storage {
 
@@ -15,7 +16,8 @@ namespace {
 
 Status validate(std::string_view key, std::string_view value) {
   if (key.empty()) return Status::invalid("key must not be empty");
-  if (key.find('\0') != std::string_view::npos) return Status::invalid("key must not contain NUL bytes");
+  if (key.find('\0') != std::string_view::npos)
+    return Status::invalid("key must not contain NUL bytes");
   if (value.size() > kMaxValueBytes)
     return Status::too_large("value of " + std::to_string(value.size()) +
                              " bytes exceeds the limit of " + std::to_string(kMaxValueBytes) +
@@ -189,6 +191,13 @@ std::vector<RocksDbBackend::Completion> RocksDbBackend::commit_group(
       hub_.publish(events);
     }
     lock.lock();
+    ++commits_;
+    // The committer's idle flush (committer_main) needs it awake after
+    // commits that writers led themselves (and started, the first time).
+    if (!committer_.joinable())
+      committer_ = std::thread([this] { committer_main(); });
+    else if (committer_asleep_)
+      committer_cv_.notify_one();
   }
 
   for (const EventPtr& e : events) {
@@ -217,18 +226,69 @@ std::vector<RocksDbBackend::Completion> RocksDbBackend::commit_group(
   return completions;
 }
 
+// The committer also gives memory back once writes stop: memtables hold
+// every recent write (twice: latest state and history) until flushed, so
+// after kIdleFlushAfter without a commit it flushes them, and once the
+// flush is done trims the heap, where the memtables' blocks were.
 void RocksDbBackend::committer_main() {
   std::unique_lock lock(write_mu_);
+  uint64_t flushed = 0;  // commits_ when memtables were last flushed (or found small)
+  bool trim_due = false;
   for (;;) {
-    committer_cv_.wait(lock, [&] { return committer_turn_ || committer_stop_; });
+    const uint64_t seen = commits_;
+    auto ready = [&] { return committer_turn_ || committer_stop_; };
+    if (seen != flushed) {
+      committer_cv_.wait_for(lock, kIdleFlushAfter, ready);
+    } else if (trim_due) {
+      committer_cv_.wait_for(lock, kIdleTrimPoll, ready);
+    } else {
+      // Clean: asleep until handed the lead or a writer's own commit.
+      committer_asleep_ = true;
+      committer_cv_.wait(lock, [&] { return ready() || commits_ != flushed; });
+      committer_asleep_ = false;
+    }
     if (committer_turn_) {
       committer_turn_ = false;
       lead(lock, true);
       lock.lock();
       continue;
     }
-    return;
+    if (committer_stop_) return;
+    if (commits_ != seen) continue;  // writers led commits meanwhile: not idle
+    lock.unlock();
+    if (seen != flushed) {
+      trim_due = flush_idle_memtables();
+    } else if (trim_due && !flush_running()) {
+      trim_due = false;
+      trim_heap();
+    }
+    lock.lock();
+    flushed = seen;
   }
+}
+
+bool RocksDbBackend::flush_idle_memtables() {
+  uint64_t bytes = 0;
+  // A few writes are not worth a file of their own: they wait for the next.
+  if (!h_->db->GetAggregatedIntProperty(rocksdb::DB::Properties::kCurSizeAllMemTables, &bytes) ||
+      bytes < kIdleFlushMinBytes)
+    return false;
+  rocksdb::FlushOptions fo;
+  fo.wait = false;  // the committer stays free to lead the next group
+  fo.allow_write_stall = true;
+  rocksdb::Status s = h_->db->Flush(fo, h_->all);
+  if (!s.ok()) {
+    VKUBE_LOG(debug, "idle memtable flush failed", {"error", s.ToString()});
+    return false;
+  }
+  return true;
+}
+
+bool RocksDbBackend::flush_running() const {
+  uint64_t running = 0, pending = 0;
+  h_->db->GetAggregatedIntProperty(rocksdb::DB::Properties::kNumRunningFlushes, &running);
+  h_->db->GetAggregatedIntProperty(rocksdb::DB::Properties::kMemTableFlushPending, &pending);
+  return running + pending > 0;
 }
 
 }  // namespace vkube::storage

@@ -11,7 +11,7 @@
 namespace vkube::storage {
 
 struct RocksDbOptions {
-  std::string path;                  // data directory; created when missing
+  std::string path;  // data directory; created when missing
   bool create_if_missing = true;
   // Durable by default: a write is acknowledged once its WAL record is synced.
   // Concurrent writers share one sync (group commit).
@@ -20,10 +20,16 @@ struct RocksDbOptions {
   size_t watch_buffer_events = 10000;
   // Recent events kept in memory so that watches from a recent revision
   // start without reading the event log.
-  size_t watch_history_events = 16384;
+  // (A watch from further back replays the event log, so this bounds only
+  // memory: about 1.5 times these bytes are resident.)
+  size_t watch_history_events = 4096;
   // ... and at most this many bytes of them (older ones are read from the log).
-  size_t watch_history_bytes = 16u << 20;
+  size_t watch_history_bytes = 4u << 20;
+  // Shared by every store of the process, sized by the first one opened.
   size_t block_cache_bytes = 32u << 20;
+  // Unflushed writes (memtables) of every store of the process together,
+  // sized by the first one opened; past it the largest memtable is flushed.
+  size_t memtable_budget_bytes = 32u << 20;
 };
 
 // Opens (or creates) a store. Errors: kUnavailable when another process holds
