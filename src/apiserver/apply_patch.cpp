@@ -2,12 +2,12 @@
 // is merged into the live object by the apply library (apply/); a missing
 // object is created through the create pipeline.
 #include "apply.h"
+#include "authz.h"
 #include "field_manager.h"
 #include "object.h"
-#include "authz.h"
 #include "server_impl.h"
-#include "yaml_json.h"
 #include "vkube/schema/validation.h"
+#include "yaml_json.h"
 
 namespace vkube::apiserver {
 
@@ -32,7 +32,12 @@ ApiError conflict_error(const std::vector<apply::Conflict>& conflicts) {
 // The checks kube makes of an applied configuration before merging it.
 Result<json> decode_config(Context& c) {
   const api::Resource& r = c.resource();
-  auto parsed = apply::yaml_to_json(c.req.body);
+  auto first = c.req.body.find_first_not_of(" \t\r\n");
+  const bool is_json = first != std::string::npos && c.req.body[first] == '{';
+  // yaml-cpp keeps the last of duplicate keys; JSON's are noted as it is parsed.
+  std::vector<std::string> duplicates;
+  auto parsed =
+      apply::yaml_to_json(c.req.body, is_json && notes_duplicates(c) ? &duplicates : nullptr);
   if (!parsed.is_ok()) return parsed.status();
   json config = std::move(parsed).value();
   if (!config.is_object())
@@ -54,10 +59,6 @@ Result<json> decode_config(Context& c) {
   if (r.namespaced && !ns.empty() && ns != c.info.namespace_)
     return Status::bad_request(
         "the namespace of the provided object does not match the namespace sent on the request");
-  auto first = c.req.body.find_first_not_of(" \t\r\n");
-  bool is_json = first != std::string::npos && c.req.body[first] == '{';
-  std::vector<std::string> duplicates;  // yaml-cpp keeps the last of duplicate keys; JSON is checked
-  if (is_json && notes_duplicates(c)) duplicates = schema::duplicate_fields(c.req.body);
   VKUBE_RETURN_IF_ERROR(check_fields(c, config, duplicates));
   return config;
 }
@@ -109,7 +110,16 @@ http::Response handle_apply(Context& c) {
             return refused->status;
           }
           json next = std::move(applied->object);
-          fields = next["metadata"].value("managedFields", json());
+          // Moved, not copied, unless admission webhooks or policies see the
+          // object before the hook below puts them back (a retry sets them anew).
+          json& meta = next["metadata"];
+          auto mf = meta.find("managedFields");
+          if (mf == meta.end())
+            fields = json();
+          else if (c.server.admission().active())
+            fields = *mf;
+          else
+            fields = std::move(*mf);
           // A resourceVersion the configuration does not give is no precondition.
           if (str_at(config["metadata"], "resourceVersion").empty())
             next["metadata"].erase("resourceVersion");
@@ -119,7 +129,7 @@ http::Response handle_apply(Context& c) {
           if (fields.is_null())
             next["metadata"].erase("managedFields");
           else
-            next["metadata"]["managedFields"] = fields;
+            next["metadata"]["managedFields"] = std::move(fields);
           apply::keep_times_if_unchanged(cur, next);
         });
   };

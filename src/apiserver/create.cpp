@@ -28,14 +28,7 @@ void reset_status(const Kind& k, json& obj) {
 // The 201 answer of a create as the stored bytes with their resourceVersion
 // spliced in; nullopt when they have no metadata object to splice it into.
 std::optional<http::Response> stored_answer(const std::string& stored, storage::Revision rev) {
-  auto body = splice_resource_version(stored, rev);
-  if (!body) return std::nullopt;
-  http::Response resp;
-  resp.status = 201;
-  resp.set_header("Content-Type", "application/json");
-  resp.body = std::move(*body);
-  resp.body += '\n';  // as kube's encoder ends a document
-  return resp;
+  return stored_bytes_response(201, stored, rev);
 }
 
 // The 201 answer of a create in protobuf: `obj` (in the version served)

@@ -129,7 +129,9 @@ apply::Type object_type_of(const Context& c) {
 }
 
 apply::Scope scope_of(const Context& c) {
-  if (c.info.subresource == "status") return apply::Scope::kStatusOnly;
+  if (c.info.subresource == "status")
+    return c.kind.strategy.prepare_status_update ? apply::Scope::kNoSpec
+                                                 : apply::Scope::kStatusOnly;
   return c.resource().status_subresource ? apply::Scope::kNoStatus : apply::Scope::kAll;
 }
 

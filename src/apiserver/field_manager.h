@@ -53,6 +53,13 @@ bool create_may_defer(Server& s, const Kind& k);
 using FieldsHook = std::function<void(const json& cur, json& next)>;
 http::Response guaranteed_update(Context& c, const Transform& transform, const FieldsHook& fields);
 
+// The answer to a write as the bytes just stored, their resourceVersion
+// spliced in (JSON ended by a newline, as kube's encoder ends a document):
+// the object is not encoded a second time. nullopt when the bytes have no
+// top-level metadata object.
+std::optional<http::Response> stored_bytes_response(int code, std::string_view stored,
+                                                    storage::Revision rev);
+
 // PATCH application/apply-patch+yaml: server-side apply, creating the
 // object when it does not exist.
 http::Response handle_apply(Context& c);

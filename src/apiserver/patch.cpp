@@ -38,14 +38,17 @@ http::Response handle_patch(Context& c) {
       // As for the object itself: only a resourceVersion the patch set is a
       // precondition (else a race with the controller's status write is a 409).
       std::string rv = str_at((*patched)["metadata"], "resourceVersion");
-      if (rv != str_at(cur["metadata"], "resourceVersion")) next["metadata"]["resourceVersion"] = rv;
-      else next["metadata"].erase("resourceVersion");
+      if (rv != str_at(cur["metadata"], "resourceVersion"))
+        next["metadata"]["resourceVersion"] = rv;
+      else
+        next["metadata"].erase("resourceVersion");
       return next;
     }
+    // The one copy of the object this patch makes: merged in place.
     json base = cur;
     base["apiVersion"] = c.resource().gv.api_version();
     base["kind"] = kind;
-    auto patched = apply_patch(*type, base, patch, message);
+    auto patched = patch_object(*type, std::move(base), cur, patch, message);
     if (!patched.is_ok()) return patched.status();
     json next = std::move(patched).value();
     if (!next.is_object()) return Status::bad_request("the patched object is not a JSON object");

@@ -248,11 +248,15 @@ Status merge_map(json& target, const json& patch, const Message* m) {
 
 }  // namespace
 
-Result<json> strategic_merge(const json& target, const json& patch, const schema::Message* m) {
+Status strategic_merge_into(json& target, const json& patch, const schema::Message* m) {
   if (!patch.is_object())
     return Status::bad_request("a strategic merge patch must be a JSON object");
+  return merge_map(target, patch, m);
+}
+
+Result<json> strategic_merge(const json& target, const json& patch, const schema::Message* m) {
   json out = target;
-  VKUBE_RETURN_IF_ERROR(merge_map(out, patch, m));
+  VKUBE_RETURN_IF_ERROR(strategic_merge_into(out, patch, m));
   return out;
 }
 
@@ -269,13 +273,18 @@ Status too_deep(const char* what, size_t limit) {
 
 Result<json> apply_patch(PatchType type, const json& target, const json& patch,
                          const schema::Message* m) {
+  return patch_object(type, json(target), target, patch, m);
+}
+
+Result<json> patch_object(PatchType type, json target, const json& original, const json& patch,
+                          const schema::Message* m) {
   if (type == PatchType::kApply)
     return Status(Code::kUnsupportedMediaType,
                   "apply patches are merged by server-side apply (apply/), not patched");
   if (type == PatchType::kJson) {
     auto out = apply_json_patch(target, patch);
     if (!out.is_ok()) return out;
-    VKUBE_RETURN_IF_ERROR(check_decodes(type, target, patch, *out, m));
+    VKUBE_RETURN_IF_ERROR(check_decodes(type, original, patch, *out, m));
     return out;
   }
   if (!patch.is_object()) {
@@ -290,24 +299,20 @@ Result<json> apply_patch(PatchType type, const json& target, const json& patch,
                                                                 : "number") +
                                " into Go value of type map[string]interface {}");
   }
-  // Both merges recurse along the patch and copy the target: bounded by
+  // Both merges recurse along the patch and the target: bounded by
   // their depths. Neither amplifies: the result holds at most the target
   // and the patch, and storage refuses objects past api::kMaxObjectBytes.
   if (!api::within_object_limit(target)) return too_deep("the object", api::kMaxObjectNestingDepth);
   if (!api::within_nesting_limit(patch)) return too_deep("the patch", api::kMaxNestingDepth);
-  json out;
-  if (type == PatchType::kMerge) {
-    out = target;
-    out.merge_patch(patch);
-  } else {
-    auto merged = strategic_merge(target, patch, m);
-    if (!merged.is_ok()) return merged.status();
-    out = std::move(merged).value();
-  }
-  if (!api::within_object_limit(out))
+  // Merged in place: the target is the caller's copy.
+  if (type == PatchType::kMerge)
+    target.merge_patch(patch);
+  else
+    VKUBE_RETURN_IF_ERROR(strategic_merge_into(target, patch, m));
+  if (!api::within_object_limit(target))
     return too_deep("the patched object", api::kMaxObjectNestingDepth);
-  VKUBE_RETURN_IF_ERROR(check_decodes(type, target, patch, out, m));
-  return out;
+  VKUBE_RETURN_IF_ERROR(check_decodes(type, original, patch, target, m));
+  return target;
 }
 
 }  // namespace vkube::apiserver

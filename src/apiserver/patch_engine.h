@@ -27,6 +27,11 @@ Result<PatchType> patch_type(std::string_view content_type);
 // past 10,000 operations, 422 past 3 MiB of copies).
 Result<json> apply_patch(PatchType type, const json& target, const json& patch,
                          const schema::Message* m);
+// apply_patch of a target the caller gives up (merged in place, no copy):
+// `original` is the object as it was read, which the decode check compares
+// the result with (a mismatch it already had is no error of the patch).
+Result<json> patch_object(PatchType type, json target, const json& original, const json& patch,
+                          const schema::Message* m);
 
 // Strategic merge patch of `patch` into `target`, following the patch
 // strategies and merge keys the type registry gives each list field (lists
@@ -34,5 +39,7 @@ Result<json> apply_patch(PatchType type, const json& target, const json& patch,
 // delete, merge), $setElementOrder/<list>, $retainKeys and
 // $deleteFromPrimitiveList/<list>.
 Result<json> strategic_merge(const json& target, const json& patch, const schema::Message* m);
+// The same, merged into `target` in place (left half-merged on an error).
+Status strategic_merge_into(json& target, const json& patch, const schema::Message* m);
 
 }  // namespace vkube::apiserver

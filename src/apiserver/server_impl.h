@@ -233,9 +233,12 @@ ApiError storage_error(const Context& c, const Status& s, const std::string& nam
 ApiError storage_error(const api::Resource& r, const Status& s, const std::string& name);
 // Stores `next` in place of `cur` (after prepare/validation) or deletes it
 // when it is being deleted and has no finalizers left. Returns the object
-// as stored, or nullopt when it was deleted.
+// as stored (moved out of `next`, which is not copied), or nullopt when it
+// was deleted (`next` is then the object as last seen, in the storage version).
+// `written`, when given, gets the bytes stored (left empty when nothing was).
 Result<std::optional<json>> commit_update(Context& c, const std::string& key, const json& cur,
-                                          json next, storage::Revision expected);
+                                          json& next, storage::Revision expected,
+                                          std::string* written = nullptr);
 // The update strategy: carries over what a client may not change with this
 // request (uid, creationTimestamp, status or spec depending on subresource),
 // bumps generation, applies defaults.

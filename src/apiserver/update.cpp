@@ -1,13 +1,16 @@
 // PUT: replace an object, or its status or scale.
 #include <thread>
 
-#include "custom_conversion.h"
 #include "certificates.h"
+#include "codec.h"
+#include "custom_conversion.h"
 #include "field_manager.h"
+#include "list_common.h"
 #include "object.h"
 #include "scale.h"
 #include "server_impl.h"
 #include "service_ips.h"
+#include "table.h"
 #include "vkube/api/limits.h"
 
 namespace vkube::apiserver {
@@ -23,7 +26,34 @@ bool adopts_host_ip(const Context& c, const json& cur, const json& next) {
   return !before.empty() && !after.empty() && before != after && before != "None" &&
          after != "None";
 }
+// A JSON answer in the version stored is the bytes just stored with their
+// resourceVersion spliced in, as a create answers: the object is not
+// encoded a second time. nullopt when nothing was written or it needs more.
+std::optional<http::Response> stored_answer(const Context& c, const std::string& written,
+                                            const json& result) {
+  std::string_view accept = c.req.header("Accept");
+  if (written.empty() || wants_table(accept) || prefers_protobuf(accept)) return std::nullopt;
+  if (str_at(result, "apiVersion") != c.resource().gv.api_version() ||
+      str_at(result, "kind") != c.resource().kind)
+    return std::nullopt;
+  auto rv = parse_resource_version(str_at(result["metadata"], "resourceVersion"));
+  if (!rv.is_ok()) return std::nullopt;
+  return stored_bytes_response(200, written, *rv);
+}
+
 }  // namespace
+
+std::optional<http::Response> stored_bytes_response(int code, std::string_view stored,
+                                                    storage::Revision rev) {
+  auto body = splice_resource_version(stored, rev);
+  if (!body) return std::nullopt;
+  http::Response resp;
+  resp.status = code;
+  resp.set_header("Content-Type", "application/json");
+  resp.body = std::move(*body);
+  resp.body += '\n';  // as kube's encoder ends a document
+  return resp;
+}
 
 http::Response guaranteed_update(Context& c, const Transform& transform) {
   return guaranteed_update(c, transform,
@@ -54,11 +84,11 @@ http::Response guaranteed_update(Context& c, const Transform& transform, const F
     // Stored before nesting was limited: readable and deletable, but every
     // write walks the current object, so none may start from it.
     if (!api::within_object_limit(cur))
-      return error_response(ApiError(
-          Status::invalid("the stored object nests objects or arrays deeper than " +
-                          std::to_string(api::kMaxObjectNestingDepth) +
-                          " levels; it can be read and deleted, not changed"),
-          {{"name", name}, {"kind", c.resource().kind}}));
+      return error_response(
+          ApiError(Status::invalid("the stored object nests objects or arrays deeper than " +
+                                   std::to_string(api::kMaxObjectNestingDepth) +
+                                   " levels; it can be read and deleted, not changed"),
+                   {{"name", name}, {"kind", c.resource().kind}}));
     auto next_r = transform(cur);
     if (!next_r.is_ok()) {
       if (next_r.status().code() == Code::kInvalid)
@@ -70,10 +100,10 @@ http::Response guaranteed_update(Context& c, const Transform& transform, const F
     if (!next.is_object() || !next.contains("metadata") || !next["metadata"].is_object())
       return error_response(bad_request("the object must have metadata"));
     if (!api::within_object_limit(next))  // each transform checks; this is the backstop
-      return error_response(ApiError(
-          Status::invalid("the object nests objects or arrays deeper than " +
-                          std::to_string(api::kMaxObjectNestingDepth) + " levels"),
-          {{"name", name}, {"kind", c.resource().kind}}));
+      return error_response(
+          ApiError(Status::invalid("the object nests objects or arrays deeper than " +
+                                   std::to_string(api::kMaxObjectNestingDepth) + " levels"),
+                   {{"name", name}, {"kind", c.resource().kind}}));
     json& meta = next["metadata"];
 
     const std::string cur_rv = str_at(cur["metadata"], "resourceVersion");
@@ -102,8 +132,12 @@ http::Response guaranteed_update(Context& c, const Transform& transform, const F
     // shows them; what a mutating webhook changes in the Scale goes back to the object.
     const bool scale = c.info.subresource == "scale";
     auto admitted = [&](const json& obj) -> AdmissionRequest {
-      AdmissionRequest a{"UPDATE", c.info.subresource, name, c.info.namespace_,
-                         scale ? to_scale(c.kind, obj) : obj, scale ? to_scale(c.kind, cur) : cur,
+      AdmissionRequest a{"UPDATE",
+                         c.info.subresource,
+                         name,
+                         c.info.namespace_,
+                         scale ? to_scale(c.kind, obj) : obj,
+                         scale ? to_scale(c.kind, cur) : cur,
                          write_options(c, "UpdateOptions")};
       if (scale) {
         a.kind = "Scale";
@@ -152,7 +186,8 @@ http::Response guaranteed_update(Context& c, const Transform& transform, const F
         return error_response(*err);
     }
     const auto expected = std::stoll(cur_rv);
-    auto committed = commit_update(c, key, stored ? *stored : cur, next, expected);
+    std::string written;
+    auto committed = commit_update(c, key, stored ? *stored : cur, next, expected, &written);
     if (allocates) c.server.service_ips().finish(allocation, committed.is_ok());
     if (!committed.is_ok()) {
       if (committed.status().code() == Code::kConflict && want_rv.empty()) {
@@ -164,8 +199,9 @@ http::Response guaranteed_update(Context& c, const Transform& transform, const F
       }
       return error_response(storage_error(c, committed.status(), name));
     }
-    json result = committed->has_value() ? std::move(**committed) : next;
+    json result = committed->has_value() ? std::move(**committed) : std::move(next);
     if (c.info.subresource == "scale") return json_response(200, to_scale(c.kind, result));
+    if (auto answer = stored_answer(c, written, result)) return std::move(*answer);
     return object_response(c, 200, std::move(result));
   }
   return error_response(storage_error(c, Status::conflict(""), name));

@@ -288,6 +288,9 @@ void prepare_update(Context& c, const json& cur, json& next) {
   const std::string& sub = c.info.subresource;
   if (prepare_csr_update(c, cur, next)) {
     // The CSR strategy (certificates.cpp) kept what this subresource may not change.
+  } else if (sub == "status" && c.kind.strategy.prepare_status_update) {
+    if (!next.contains("status")) next["status"] = json::object();
+    c.kind.strategy.prepare_status_update(cur, next);
   } else if (sub == "status") {
     json body_status = next.value("status", json::object());
     next = cur;
@@ -345,7 +348,8 @@ bool unchanged(const json& cur, json& next) {
 }  // namespace
 
 Result<std::optional<json>> commit_update(Context& c, const std::string& key, const json& cur,
-                                          json next, storage::Revision expected) {
+                                          json& next, storage::Revision expected,
+                                          std::string* written) {
   storage::Backend& b = c.server.backend();
   VKUBE_RETURN_IF_ERROR(to_storage_version(c.server, c.kind, next));
   if (c.info.verb == "update" || c.info.verb == "patch")
@@ -373,9 +377,11 @@ Result<std::optional<json>> commit_update(Context& c, const std::string& key, co
     next["metadata"]["resourceVersion"] = std::to_string(expected);
     return std::optional<json>(std::move(next));
   }
-  auto kv = b.update(key, encode_for_storage(next), expected);
+  std::string bytes = encode_for_storage(next);
+  auto kv = b.update(key, bytes, expected);
   if (!kv.is_ok()) return kv.status();
   next["metadata"]["resourceVersion"] = std::to_string(kv->mod_revision);
+  if (written != nullptr) *written = std::move(bytes);
   return std::optional<json>(std::move(next));
 }
 

@@ -121,26 +121,27 @@ ApiResult DeploymentController::write(Sync& s, std::string_view method, const st
   return ctx_.client.call(method, path, body, content_type);
 }
 
+// One status write also carries a revision annotation set_deployment_revision
+// left pending: kube's deployment status strategy keeps metadata changes.
 Status DeploymentController::write_status(Sync& s, const json& status) {
-  if (s.d.contains("status") && s.d["status"] == status) return Status::ok();
+  // (A missing status reads as the empty one, as Go's struct has it.)
+  if (!s.revision_pending && section(s.d, "status") == status) return Status::ok();
   s.wrote = true;
-  ApiResult r = controllers::update_status(ctx_.client, deployment_path(s), s.d, status);
+  json next = s.d;
+  next["status"] = status;
+  ApiResult r = ctx_.client.call("PUT", deployment_path(s, "status"), next);
   if (!r.ok()) return api_status(r, "update deployment status");
   s.d = std::move(r.body);
+  s.revision_pending = false;
   return Status::ok();
 }
 
-// kube sets the deployment's revision through UpdateStatus, whose strategy
-// keeps metadata changes; vkube's /status keeps only the status, so the
-// annotation is patched on the deployment itself (no generation change).
-Status DeploymentController::set_deployment_revision(Sync& s, const std::string& revision) {
-  if (annotation(s.d, kRevisionAnnotation) == revision) return Status::ok();
-  json patch = {{"metadata",
-                 {{"annotations", {{kRevisionAnnotation, revision}}}, {"uid", meta(s.d, "uid")}}}};
-  ApiResult r = write(s, "PATCH", deployment_path(s), patch, "application/merge-patch+json");
-  if (!r.ok()) return api_status(r, "set deployment revision");
-  s.d = std::move(r.body);
-  return Status::ok();
+// As kube's SetDeploymentRevision: the annotation changes on the copy, and
+// the next write_status sends it (the caller makes one).
+void DeploymentController::set_deployment_revision(Sync& s, const std::string& revision) {
+  if (annotation(s.d, kRevisionAnnotation) == revision) return;
+  s.d["metadata"]["annotations"][kRevisionAnnotation] = revision;
+  s.revision_pending = true;
 }
 
 // ---- sync

@@ -63,6 +63,7 @@ class DeploymentController final : public Controller {
     std::vector<size_t> old;
     bool classified = false;  // new_rs and old are known
     bool wrote = false;
+    bool revision_pending = false;  // d's revision annotation awaits write_status
   };
 
   // Handlers (dispatch thread): queue the deployments concerned.
@@ -81,7 +82,7 @@ class DeploymentController final : public Controller {
   Status sync_rollout_status(Sync& s);
   void requeue_stuck(const Sync& s, const json& status);
   Status write_status(Sync& s, const json& status);
-  Status set_deployment_revision(Sync& s, const std::string& revision);
+  void set_deployment_revision(Sync& s, const std::string& revision);
   // The deployment as an Event's involvedObject.
   static json event_object(const json& d);
 

@@ -64,15 +64,13 @@ Status DeploymentController::get_all_replicasets(Sync& s, bool create) {
     return Status::ok();
   }
   // The revision the new ReplicaSet already carries.
-  VKUBE_RETURN_IF_ERROR(set_deployment_revision(s, annotation(rs, kRevisionAnnotation)));
-  if (has_progress_deadline(s.d) && !get_condition(section(s.d, "status"), "Progressing")) {
-    json status = section(s.d, "status");
+  set_deployment_revision(s, annotation(rs, kRevisionAnnotation));
+  json status = section(s.d, "status");
+  if (has_progress_deadline(s.d) && !get_condition(status, "Progressing"))
     set_condition(status,
                   new_condition("Progressing", "True", kFoundNewRSReason,
                                 "Found new replica set \"" + meta(rs, "name") + "\"", ctx_.now()));
-    return write_status(s, status);
-  }
-  return Status::ok();
+  return write_status(s, status);
 }
 
 Status DeploymentController::create_new_replicaset(Sync& s, const std::string& revision) {
@@ -142,14 +140,12 @@ Status DeploymentController::create_new_replicaset(Sync& s, const std::string& r
                        "Scaled up replica set " + name + " from 0 to " + std::to_string(*count));
   s.rss.push_back(std::move(r.body));
   s.new_rs = s.rss.size() - 1;
-  VKUBE_RETURN_IF_ERROR(set_deployment_revision(s, revision));
-  if (!already_exists && has_progress_deadline(s.d)) {
-    json status = section(s.d, "status");
+  set_deployment_revision(s, revision);
+  json status = section(s.d, "status");
+  if (!already_exists && has_progress_deadline(s.d))
     set_condition(status, new_condition("Progressing", "True", kNewRSReason,
                                         "Created new replica set \"" + name + "\"", ctx_.now()));
-    return write_status(s, status);
-  }
-  return Status::ok();
+  return write_status(s, status);
 }
 
 Result<int64_t> DeploymentController::new_rs_new_replicas(const Sync& s, const json& new_rs) const {

@@ -12,6 +12,60 @@ bool less_key(const std::pair<std::string, FieldSet>& c, std::string_view pe) {
   return c.first < pe;
 }
 
+// Reads a JSON string of printable ASCII without escapes at s[i] (the
+// spelling dump() gives it back in); false for any other.
+bool plain_string(std::string_view s, size_t& i, std::string_view* out) {
+  if (i >= s.size() || s[i] != '"') return false;
+  const size_t start = ++i;
+  for (; i < s.size() && s[i] != '"'; ++i)
+    if (s[i] < 0x20 || s[i] > 0x7e || s[i] == '\\') return false;
+  if (i >= s.size()) return false;
+  *out = s.substr(start, i - start);
+  ++i;
+  return true;
+}
+
+// A plain string, an integer without leading zeros, true, false or null.
+bool plain_scalar(std::string_view s, size_t& i) {
+  std::string_view ignored;
+  if (i < s.size() && s[i] == '"') return plain_string(s, i, &ignored);
+  for (std::string_view word : {"true", "false", "null"})
+    if (s.substr(i).starts_with(word)) {
+      i += word.size();
+      return true;
+    }
+  if (i < s.size() && s[i] == '-') ++i;
+  const size_t start = i;
+  while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
+  // Past 18 digits the parser may read a float, which dumps otherwise.
+  const size_t digits = i - start;
+  return digits == 1 || (digits > 1 && digits <= 18 && s[start] != '0');
+}
+
+// The text of a "k:" or "v:" path element is already as canonicalize()
+// would spell it: compact, scalars only, keys in strictly ascending order.
+// FieldsV1 that vkube or kube wrote is; this spares parsing and dumping
+// every key of every entry on each write.
+bool canonical(std::string_view text, bool keyed) {
+  size_t i = 0;
+  if (!keyed) return plain_scalar(text, i) && i == text.size() && text != "-0";
+  if (text.size() < 2 || text[i++] != '{') return false;
+  std::string_view prev;
+  bool first = true;
+  while (true) {
+    std::string_view key;
+    if (!plain_string(text, i, &key) || (!first && key <= prev)) return false;
+    if (i >= text.size() || text[i++] != ':') return false;
+    const size_t value = i;
+    if (!plain_scalar(text, i) || text.substr(value, i - value) == "-0") return false;
+    prev = key;
+    first = false;
+    if (i >= text.size()) return false;
+    if (text[i] == '}') return i + 1 == text.size();
+    if (text[i++] != ',') return false;
+  }
+}
+
 }  // namespace
 
 FieldSet& FieldSet::child(std::string_view pe) {
@@ -155,7 +209,10 @@ Result<FieldSet> FieldSet::from_json(const json& v) {
       continue;
     }
     std::string pe = key;
-    if (key.starts_with("k:") || key.starts_with("v:")) {
+    const bool by_value = key.starts_with("k:") || key.starts_with("v:");
+    if (by_value && canonical(std::string_view(key).substr(2), key[0] == 'k')) {
+      // Kept as spelled.
+    } else if (by_value) {
       json parsed = json::parse(std::string_view(key).substr(2), nullptr, false);
       // The key is a string: its JSON passed no depth check before (dump recurses).
       if (parsed.is_discarded() || (key[0] == 'k' && !parsed.is_object()) ||

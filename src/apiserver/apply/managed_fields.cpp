@@ -194,22 +194,12 @@ void keep_times_if_unchanged(const json& old, json& next) {
   // object is large, and each apply by the same manager gets here).
   for (size_t i = 0; i < om->size(); ++i)
     if (!(*om)[i].is_object() || !equal_except((*om)[i], (*nm)[i], {"time"})) return;
-  json& meta = next["metadata"];
-  json saved = std::move(meta["managedFields"]);
-  meta["managedFields"] = *om;
-  // The resourceVersion is no content.
-  const json& orv = old["metadata"].value("resourceVersion", json());
-  json nrv = meta.value("resourceVersion", json());
-  if (orv.is_null())
-    meta.erase("resourceVersion");
-  else
-    meta["resourceVersion"] = orv;
-  bool same = next == old;
-  if (nrv.is_null())
-    meta.erase("resourceVersion");
-  else
-    meta["resourceVersion"] = std::move(nrv);
-  if (!same) meta["managedFields"] = std::move(saved);
+  // The rest compared in place (the resourceVersion is no content): old's
+  // list is copied only when it goes back.
+  if (!equal_except(next, old, {"metadata"}) ||
+      !equal_except(next["metadata"], old["metadata"], {"managedFields", "resourceVersion"}))
+    return;
+  next["metadata"]["managedFields"] = *om;
 }
 
 }  // namespace vkube::apiserver::apply

@@ -98,9 +98,11 @@ bool skipped(Level lv, std::string_view key, Scope scope) {
     if (key == "apiVersion" || key == "kind") return true;
     if (scope == Scope::kNoStatus) return key == "status";
     if (scope == Scope::kStatusOnly) return key != "status";
+    if (scope == Scope::kNoSpec) return key == "spec";
     return false;
   }
   if (lv == Level::kMeta) {
+    if (scope == Scope::kNoSpec && key == "labels") return true;
     static constexpr std::array<std::string_view, 9> kServerOwned = {
         "name",        "namespace",  "creationTimestamp", "selfLink",       "uid",
         "clusterName", "generation", "managedFields",     "resourceVersion"};
@@ -140,22 +142,41 @@ std::optional<std::string> item_pe(const Type& list, const json& item, size_t in
   if (list.shape == Shape::kSetList)
     return "v:" + item.dump(-1, ' ', false, json::error_handler_t::replace);
   if (item.is_object()) {
-    const auto& keys = !list.field->list_map_keys.empty()
-                           ? list.field->list_map_keys
-                           : std::vector<std::string>{list.field->patch_merge_key};
-    json k = json::object();
-    for (const auto& name : keys) {
+    static const json kTcp = "TCP";  // the default kube's schema gives ports
+    const std::string* merge_key = &list.field->patch_merge_key;
+    const bool map_keys = !list.field->list_map_keys.empty();
+    const size_t n = map_keys ? list.field->list_map_keys.size() : 1;
+    // The key fields as a JSON object would hold them (by name, ascending),
+    // written straight out: no object is built for every element of the list.
+    std::vector<std::pair<const std::string*, const json*>> k;
+    k.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+      const std::string& name = map_keys ? list.field->list_map_keys[i] : *merge_key;
       auto it = item.find(name);
       if (it != item.end() && !it->is_null())
-        k[name] = *it;
+        k.emplace_back(&name, &*it);
       else if (name == "protocol")
-        k[name] = "TCP";  // the default kube's schema gives ports
+        k.emplace_back(&name, &kTcp);
       else if (missing) {
         *missing = name;
         return std::nullopt;
       }
     }
-    if (!k.empty()) return "k:" + k.dump(-1, ' ', false, json::error_handler_t::replace);
+    std::stable_sort(k.begin(), k.end(),
+                     [](const auto& a, const auto& b) { return *a.first < *b.first; });
+    if (!k.empty()) {
+      std::string pe = "k:{";
+      for (size_t i = 0; i < k.size(); ++i) {
+        // A name given twice counts once, as in an object (the last value).
+        if (i + 1 < k.size() && *k[i + 1].first == *k[i].first) continue;
+        if (pe.size() > 3) pe += ',';
+        pe += json(*k[i].first).dump(-1, ' ', false, json::error_handler_t::replace);
+        pe += ':';
+        pe += k[i].second->dump(-1, ' ', false, json::error_handler_t::replace);
+      }
+      pe += '}';
+      return pe;
+    }
   }
   if (missing)
     *missing = list.field->list_map_keys.empty() ? list.field->patch_merge_key

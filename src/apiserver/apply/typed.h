@@ -33,8 +33,10 @@ Type object_type(const schema::Message* m);
 
 // Which top-level fields a write tracks: all of them, all but status (the
 // main resource of a kind with a status subresource, whose status only
-// /status writes), or only status (the status subresource).
-enum class Scope { kAll, kNoStatus, kStatusOnly };
+// /status writes), only status (the status subresource), or all but spec
+// and metadata.labels (the status subresource of a kind whose status writes
+// keep other metadata changes: kube's Deployment status strategy resets those).
+enum class Scope { kAll, kNoStatus, kStatusOnly, kNoSpec };
 
 // The fields an applied configuration sets (structured-merge-diff's
 // ToFieldSet): leaves, list elements and map entries are members; structs

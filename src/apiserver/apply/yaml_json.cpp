@@ -14,6 +14,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "vkube/schema/validation.h"
+
 namespace vkube::apiserver::apply {
 
 namespace {
@@ -294,7 +296,7 @@ std::optional<std::string> utf8_error(std::string_view text) {
 
 }  // namespace
 
-Result<json> yaml_to_json(std::string_view text) {
+Result<json> yaml_to_json(std::string_view text, std::vector<std::string>* duplicates) {
   constexpr std::string_view kPrefix = "error decoding YAML: error converting YAML to JSON: ";
   // Before the JSON fast path too: nlohmann's lexer stops at a NUL, so
   // "{}\0junk" would read as {}.
@@ -302,8 +304,9 @@ Result<json> yaml_to_json(std::string_view text) {
     return Status::bad_request(std::string(kPrefix) + "yaml: " + *bad);
   auto first = text.find_first_not_of(" \t\r\n");
   if (first != std::string_view::npos && text[first] == '{') {
-    json j = json::parse(text, nullptr, false);
+    json j = schema::parse_json(text, duplicates);
     if (!j.is_discarded()) return j;
+    if (duplicates != nullptr) duplicates->clear();
   }
   try {
     std::istringstream in{std::string(text)};

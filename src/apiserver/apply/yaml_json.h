@@ -4,7 +4,9 @@
 // (decimal, 0x, 0o, 0b), floats; everything quoted stays a string.
 #pragma once
 
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -21,6 +23,8 @@ using json = nlohmann::json;
 // alias ratio or past 4 MiB of scalars copied by aliases, "anchor 'a' value
 // contains itself". Builds without recursion; aliases add at most about
 // 400,000 nodes and 4 MiB of scalars to what `text` itself holds.
-Result<json> yaml_to_json(std::string_view text);
+// `duplicates`, when given, gets the keys a JSON text has twice in one
+// object, noted in the same pass (schema::duplicate_fields); YAML's are not.
+Result<json> yaml_to_json(std::string_view text, std::vector<std::string>* duplicates = nullptr);
 
 }  // namespace vkube::apiserver::apply

@@ -57,6 +57,22 @@ void namespace_keep_spec(const json& old, json& ns) {
   if (old.contains("spec")) ns["spec"] = old["spec"];
 }
 
+// kube's deploymentStatusStrategy: a status write keeps the old spec and
+// labels and takes the rest of the object's metadata (the controller's
+// revision annotation above all) from the request.
+void deployment_status_keep_spec(const json& old, json& d) {
+  if (old.contains("spec"))
+    d["spec"] = old["spec"];
+  else
+    d.erase("spec");
+  const json* old_meta = get_object(old, "metadata");
+  json& m = d["metadata"];
+  if (old_meta != nullptr && old_meta->contains("labels"))
+    m["labels"] = (*old_meta)["labels"];
+  else
+    m.erase("labels");
+}
+
 }  // namespace
 
 Strategy strategy_for(const api::Resource& r) {
@@ -98,6 +114,8 @@ Strategy strategy_for(const api::Resource& r) {
     } else if (p == "bindings") {
       s.handler = Handler::kBinding;
     }
+  } else if (g == "apps" && p == "deployments") {
+    s.prepare_status_update = deployment_status_keep_spec;
   } else if (g == "apiextensions.k8s.io" && p == "customresourcedefinitions") {
     s.deletion_finalizer = "customresourcecleanup.apiextensions.k8s.io";
     s.defines_kinds = true;

@@ -42,6 +42,10 @@ struct Strategy {
   // old status was carried over: what an update may not change, and what
   // a change no longer allows when the request did not set it anew.
   MutateFrom prepare_for_update = nullptr;
+  // PrepareForUpdate of the status subresource, `obj` being the request's
+  // object: what a status write keeps of the old one. nullptr: a status
+  // write changes the status and nothing else.
+  MutateFrom prepare_status_update = nullptr;
   // Brings a status written by a client to the shape kube's types serialise
   // (required fields present with their zero values).
   Mutate normalize_status = nullptr;

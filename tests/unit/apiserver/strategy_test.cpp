@@ -240,3 +240,36 @@ TEST_CASE("a LoadBalancer Service becomes a ClusterIP one by a merge patch",
 
 }  // namespace
 }  // namespace vkube::apiserver
+
+namespace vkube::apiserver {
+namespace {
+
+TEST_CASE("a Deployment's status write keeps its spec and labels, not its other metadata",
+          "[apiserver][strategy]") {
+  Server s;
+  const std::string path = "/apis/apps/v1/namespaces/s/deployments/web";
+  json d = s.ok("POST", "/apis/apps/v1/namespaces/s/deployments",
+                json::parse(R"({"apiVersion":"apps/v1","kind":"Deployment",
+    "metadata":{"name":"web","namespace":"s","labels":{"app":"web"}},
+    "spec":{"replicas":1,"selector":{"matchLabels":{"app":"web"}},
+      "template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"c","image":"nginx"}]}}}})"),
+                201);
+  d["metadata"]["annotations"]["deployment.kubernetes.io/revision"] = "1";
+  d["metadata"]["labels"]["extra"] = "dropped";
+  d["spec"]["replicas"] = 5;
+  d["status"]["observedGeneration"] = 1;
+  json written = s.ok("PUT", path + "/status", d);
+  // kube's deploymentStatusStrategy: spec and labels are the old ones, the
+  // rest of the metadata (the controller's revision annotation) is written.
+  CHECK(written["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "1");
+  CHECK(written["metadata"]["labels"] == json{{"app", "web"}});
+  CHECK(written["spec"]["replicas"] == 1);
+  CHECK(written["status"]["observedGeneration"] == 1);
+  CHECK(written["metadata"]["generation"] == 1);
+  json read = s.ok("GET", path);
+  CHECK(read["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "1");
+  CHECK(read["spec"]["replicas"] == 1);
+}
+
+}  // namespace
+}  // namespace vkube::apiserver

@@ -146,6 +146,17 @@ TEST_CASE("a Deployment makes a hashed ReplicaSet at revision 1", "[controllers]
   json cur = cp.get(kDeploys + "/web");
   CHECK(annotation(cur, "deployment.kubernetes.io/revision") == "1");
   CHECK(cur["status"]["observedGeneration"] == 1);
+  // As on kube, the revision goes with a status write (the status strategy
+  // keeps metadata changes): the controller's status entry owns it, and no
+  // write of the object itself changed the generation.
+  CHECK(cur["metadata"]["generation"] == 1);
+  std::string revision_owner;
+  for (const json& e : cur["metadata"].value("managedFields", json::array()))
+    if (e["fieldsV1"].value("f:metadata", json::object())
+            .value("f:annotations", json::object())
+            .contains("f:deployment.kubernetes.io/revision"))
+      revision_owner = e.value("manager", "") + "/" + e.value("subresource", "");
+  CHECK(revision_owner == "kube-controller-manager/status");
   CHECK(cur["status"]["replicas"] == 2);
   CHECK(cur["status"]["updatedReplicas"] == 2);
   CHECK(cur["status"]["unavailableReplicas"] == 2);

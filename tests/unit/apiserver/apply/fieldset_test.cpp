@@ -47,6 +47,29 @@ TEST_CASE("FieldsV1 converts to and from field sets", "[apiserver][apply]") {
     CHECK(k.to_json() == json::parse(R"({"k:{\"containerPort\":80,\"protocol\":\"TCP\"}":{}})"));
     CHECK(paths(k) == std::vector<std::string>{R"([containerPort=80,protocol="TCP"])"});
   }
+  SECTION("keys read without parsing are spelled as parsing would spell them") {
+    for (std::string text :
+         {R"({"containerPort":8000,"protocol":"TCP"})", R"({"b":1,"a":2})", R"({"a":1,"a":2})",
+          R"({"a":-0})", R"({"a":1.0})", R"({"a":-12})", R"({"a":"\u00e9"})", R"({"a":"x\"y"})",
+          R"({"a":123456789012345678901})", R"({"a":null,"b":true,"c":false})", R"({})"}) {
+      INFO(text);
+      auto k = FieldSet::from_json(json{{"k:" + text, json::object()}});
+      REQUIRE(k.is_ok());
+      REQUIRE(k->children().size() == 1);
+      CHECK(k->children()[0].first == "k:" + json::parse(text).dump());
+    }
+    for (std::string text : {R"("a/b")", "-0", "true", "1e3", "007", R"("\t")"}) {
+      INFO(text);
+      auto v = FieldSet::from_json(json{{"v:" + text, json::object()}});
+      if (!json::accept(text)) {
+        CHECK_FALSE(v.is_ok());
+        continue;
+      }
+      REQUIRE(v.is_ok());
+      CHECK(v->children()[0].first == "v:" + json::parse(text).dump());
+    }
+    CHECK_FALSE(FieldSet::from_json(json::parse(R"({"k:{\"a\":01}":{}})")).is_ok());
+  }
   SECTION("malformed FieldsV1 is refused") {
     CHECK_FALSE(FieldSet::from_json(json::parse(R"({"x:y":{}})")).is_ok());
     CHECK_FALSE(FieldSet::from_json(json::parse(R"({"k:[1]":{}})")).is_ok());
