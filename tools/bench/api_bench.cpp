@@ -1195,6 +1195,22 @@ Vkube start_vkube(const Config& config, const std::string& dir, const std::strin
   return v;
 }
 
+// The server's malloc heap from its /metrics (allocated and held free), when
+// it exports them: RSS above "allocated" is the allocator's, not live data.
+std::string heap_line(const Vkube& v) {
+  SyncClient client(v.target);
+  std::string body;
+  Request req = make_request(v.target, http::verb::get, "/metrics");
+  if (client.request(req, &body) != 200) return "n/a";
+  auto gauge = [&](std::string_view name) -> std::string {
+    size_t at = body.find("\n" + std::string(name) + " ");
+    if (at == std::string::npos) return "-";
+    return fmt("%.1f MiB", std::atof(body.c_str() + at + name.size() + 2) / 1048576.0);
+  };
+  return "allocated " + gauge("vkube_heap_allocated_bytes") + ", held free " +
+         gauge("vkube_heap_free_bytes");
+}
+
 std::string configmap_body(std::string_view name) {
   std::string body = R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":")";
   body += name;
@@ -2404,6 +2420,7 @@ void run_all(const Config& config, const std::string& scratch) {
   fig.rss_peak_kib = proc_field(v.child.pid(), "status", "VmHWM");
   report.heading("vkube after the run");
   report.figure("  idle memory", memory_line(v.child.pid()));
+  report.figure("  idle heap", heap_line(v));
   std::string ended = v.child.stop(std::chrono::seconds(10));
   report.figure("  stopped", ended);
 
