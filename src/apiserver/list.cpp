@@ -37,6 +37,11 @@ http::Response raw_list(Context& c, const ListOutput& listed, const json& meta) 
 // A Table written row by row as the objects are read.
 http::Response table_list(Context& c, ListOutput& listed, const json& meta) {
   TableWriter table(c.kind, parse_include_object(c.param("includeObject").value_or("")), meta);
+  // A row is no longer than its stored object and the cells (pages never
+  // written stay out of memory).
+  size_t rows = 0;
+  for (const storage::KeyValuePtr& kv : listed.raw_items) rows += kv->value.size() + 256;
+  table.reserve(rows);
   for (const storage::KeyValuePtr& kv : listed.raw_items) {
     if (!table.add_stored(kv))
       return error_response(Status::corruption("stored object " + kv->key + " is not valid JSON"));

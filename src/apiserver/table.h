@@ -55,6 +55,9 @@ class TableWriter {
   // are JSONPaths into it). False, with nothing added, when the text is not
   // a JSON object.
   bool add_stored(const storage::KeyValuePtr& kv);
+  // Room for `bytes` more of rows: a LIST of thousands of objects otherwise
+  // copies its body again each time the string grows.
+  void reserve(size_t bytes) { out_.reserve(out_.size() + bytes); }
   // The finished body (the writer is spent).
   std::string finish();
 
