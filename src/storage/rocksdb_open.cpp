@@ -79,12 +79,14 @@ rocksdb::Options base_options(const RocksDbOptions& o) {
   opts.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
   static const auto logger = std::make_shared<WarningLogger>();
   opts.info_log = logger;
-  // One memtable budget for every store of the process (a host holds
-  // hundreds): past it, the writing store flushes its largest memtable.
-  // Without it each store could hold 2 x (8 + 8 + 2 + 2) MiB unflushed.
-  static const auto write_buffers =
+  // One memtable budget for the store's families together: past it, the
+  // largest memtable is flushed. Without it a store could hold
+  // 2 x (8 + 8 + 2 + 2) MiB unflushed. Per store, not per process: a host
+  // holds hundreds of stores, each with at least one arena block per
+  // memtable, and a shared budget would have them flush tiny memtables on
+  // every write.
+  opts.write_buffer_manager =
       std::make_shared<rocksdb::WriteBufferManager>(o.memtable_budget_bytes);
-  opts.write_buffer_manager = write_buffers;
   return opts;
 }
 

@@ -27,8 +27,8 @@ struct RocksDbOptions {
   size_t watch_history_bytes = 4u << 20;
   // Shared by every store of the process, sized by the first one opened.
   size_t block_cache_bytes = 32u << 20;
-  // Unflushed writes (memtables) of every store of the process together,
-  // sized by the first one opened; past it the largest memtable is flushed.
+  // Unflushed writes (memtables) of the store's column families together;
+  // past it the largest memtable is flushed.
   size_t memtable_budget_bytes = 32u << 20;
 };
 
