@@ -30,7 +30,7 @@ done
 
 packages=(
   # toolchain
-  g++ cmake ninja-build ccache pkg-config git
+  g++ cmake ninja-build ccache pkg-config git lld
   # libraries (the design card)
   libboost1.81-dev librocksdb-dev libssl-dev libprotobuf-dev protobuf-compiler
   nlohmann-json3-dev libyaml-cpp-dev libre2-dev catch2
