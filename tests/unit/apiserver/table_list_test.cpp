@@ -25,15 +25,8 @@ struct Server : testing::ApiServerOverStore {
     REQUIRE(call("POST", "/api/v1/namespaces", R"({"metadata":{"name":"w"}})").status == 201);
   }
   http::Response call(const std::string& method, const std::string& target, std::string body = "",
-                      std::string accept = "") {
-    http::Request req = testing::request(method, target);
-    req.peer = http::PeerCertificate{"admin", {"system:masters"}};
-    if (!body.empty()) {
-      req.body = std::move(body);
-      req.headers.push_back({"Content-Type", "application/json"});
-    }
-    if (!accept.empty()) req.headers.push_back({"Accept", accept});
-    return api->handle(req);
+                      const std::string& accept = "") {
+    return testing::admin_call(*api, method, target, std::move(body), accept);
   }
   void create_pods() {
     // Labels, annotations, owners, an escaped string and a quantity: what
